@@ -1,0 +1,265 @@
+"""Check base classes and the per-file contexts they report through.
+
+Checks never print or write: they call `ctx.report(...)`, attaching the edits that fix the
+finding (ruff-style: a fix is a list of text edits plus the imports it needs).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import TYPE_CHECKING, ClassVar
+
+from migrate.findings import Finding, FixKind
+
+if TYPE_CHECKING:
+    from migrate.pyscope import Scope, ScopeTable
+    from migrate.registry import Rule
+
+
+@dataclass(frozen=True, order=True)
+class Edit:
+    """Replace text[start:end] (character offsets) with `text`; "\\n" follows the file's newline."""
+
+    start: int
+    end: int
+    text: str
+
+
+class Check:
+    """Common part of Python and text checks."""
+
+    code: ClassVar[str] = ""
+
+    def __init__(self, rule: Rule, options: dict | None = None) -> None:
+        self.rule = rule
+        self.options = options or {}
+
+
+class LineIndex:
+    """Offsets <-> (line, column) for a text kept with its original newlines."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.lines = text.splitlines(keepends=True)
+        self.starts = [0]
+        for line in self.lines:
+            self.starts.append(self.starts[-1] + len(line))
+
+    def offset(self, line: int, col: int) -> int:
+        """line 1-based, col 0-based characters."""
+        if line - 1 >= len(self.lines):
+            return len(self.text)
+        return self.starts[line - 1] + col
+
+    def position(self, offset: int) -> tuple[int, int]:
+        """(line 1-based, col 0-based) of an offset."""
+        import bisect
+
+        line = bisect.bisect_right(self.starts, offset) - 1
+        line = min(line, max(len(self.lines) - 1, 0))
+        return line + 1, offset - self.starts[line]
+
+    def line_text(self, line: int) -> str:
+        if 1 <= line <= len(self.lines):
+            return self.lines[line - 1].rstrip("\r\n")
+        return ""
+
+
+class FileContext:
+    """What every check sees of one file, and where its findings go."""
+
+    def __init__(self, path: str, text: str) -> None:
+        self.path = path
+        self.text = text
+        self.index = LineIndex(text)
+        self.findings: list[Finding] = []
+
+    @property
+    def posix(self) -> PurePosixPath:
+        return PurePosixPath(self.path)
+
+    def add(
+        self,
+        rule: Rule,
+        start: int,
+        end: int,
+        message: str,
+        *,
+        symbol: str,
+        fix: FixKind | None = None,
+        edits: Iterable[Edit] = (),
+        imports: Iterable[str] = (),
+        **data: object,
+    ) -> Finding:
+        line, col = self.index.position(start)
+        end_line, end_col = self.index.position(end)
+        payload: list[tuple[str, object]] = []
+        edits = tuple(edits)
+        if edits:
+            payload.append(("edits", edits))
+        imports = tuple(imports)
+        if imports:
+            payload.append(("imports", imports))
+        payload.extend(sorted(data.items()))
+        finding = Finding(
+            path=self.path,
+            line=line,
+            column=col + 1,
+            end_line=end_line,
+            end_column=end_col + 1,
+            rule=rule.code,
+            symbol=symbol,
+            message=message,
+            fix=fix if fix is not None else rule.fix,
+            data=tuple(payload),
+        )
+        self.findings.append(finding)
+        return finding
+
+
+# --------------------------------------------------------------------------- Python
+
+
+@dataclass
+class Reference:
+    """A use of a catalogued torch symbol found by the shared walk."""
+
+    node: ast.expr  # the Name/Attribute that resolves to `qualname`
+    qualname: str
+    role: str  # call | decorator | decorator_call | base | isinstance | subscript | reference
+    call: ast.Call | None = None  # the call when role is call/decorator_call
+    owner: ast.AST | None = None  # decorated def/class, or the subscript/isinstance call
+    scope: Scope | None = None
+
+
+class PythonContext(FileContext):
+    def __init__(
+        self,
+        path: str,
+        text: str,
+        tree: ast.Module,
+        table: ScopeTable,
+    ) -> None:
+        super().__init__(path, text)
+        self.tree = tree
+        self.table = table
+        self.parents: list[ast.AST] = []  # ancestors of the node being visited
+        self._byte_lines: dict[int, bytes] = {}
+
+    # ---- positions ------------------------------------------------------------------
+    def _char_col(self, line: int, byte_col: int) -> int:
+        # ast columns are UTF-8 byte offsets; reports and edits use characters.
+        text = self.index.line_text(line)
+        if text.isascii():
+            return byte_col
+        return len(text.encode("utf-8")[:byte_col].decode("utf-8", "replace"))
+
+    def start(self, node: ast.AST) -> int:
+        line = node.lineno  # type: ignore[attr-defined]
+        return self.index.offset(line, self._char_col(line, node.col_offset))  # type: ignore[attr-defined]
+
+    def end(self, node: ast.AST) -> int:
+        line = node.end_lineno  # type: ignore[attr-defined]
+        return self.index.offset(line, self._char_col(line, node.end_col_offset))  # type: ignore[attr-defined]
+
+    def span(self, node: ast.AST) -> tuple[int, int]:
+        return self.start(node), self.end(node)
+
+    def source(self, node: ast.AST) -> str:
+        start, end = self.span(node)
+        return self.text[start:end]
+
+    def line_span(self, node: ast.AST) -> tuple[int, int]:
+        """Whole lines of a statement or decorator, newline included (for deletions)."""
+        first = self.index.offset(node.lineno, 0)  # type: ignore[attr-defined]
+        last = self.index.offset(node.end_lineno + 1, 0)  # type: ignore[attr-defined]
+        return first, last
+
+    # ---- names ----------------------------------------------------------------------
+    def qualname(self, expr: ast.AST) -> str | None:
+        return self.table.qualname(expr)
+
+    def spell(self, qualname: str, scope: Scope | None = None) -> tuple[str, tuple[str, ...]]:
+        """How to write `qualname` in this file, and the import it needs if any.
+
+        Prefers an existing `import torch as T` style binding of the top package.
+        """
+        top, _, rest = qualname.partition(".")
+        scope = scope or self.table.module_scope
+        for name, qual in self.table.module_scope.imports.items():
+            if qual == top and self.table.binding(name, scope) == top:
+                return (f"{name}.{rest}" if rest else name), ()
+        return qualname, (f"import {top}",)
+
+    def report(
+        self,
+        rule: Rule,
+        node: ast.AST,
+        message: str,
+        *,
+        symbol: str,
+        fix: FixKind | None = None,
+        edits: Iterable[Edit] = (),
+        imports: Iterable[str] = (),
+        **data: object,
+    ) -> Finding:
+        start, end = self.span(node)
+        return self.add(
+            rule, start, end, message, symbol=symbol, fix=fix, edits=edits, imports=imports, **data
+        )
+
+
+class PythonCheck(Check):
+    """A check over Python files. Symbol-driven checks only implement on_reference."""
+
+    # Extra regexes for the text prefilter (beyond the TorchScript words every file needs).
+    prefilter: ClassVar[Sequence[str]] = ()
+    # ast node types passed to on_node during the shared walk.
+    node_types: ClassVar[tuple[type, ...]] = ()
+
+    def on_reference(self, ref: Reference, ctx: PythonContext) -> None:
+        ctx.report(
+            self.rule,
+            ref.call if ref.call is not None else ref.node,
+            f"`{ref.qualname}` is TorchScript: {self.rule.title}",
+            symbol=ref.qualname,
+        )
+
+    def on_node(self, node: ast.AST, ctx: PythonContext) -> None:  # pragma: no cover - hook
+        pass
+
+    def on_end(self, ctx: PythonContext) -> None:  # pragma: no cover - hook
+        pass
+
+
+# --------------------------------------------------------------------------- text files
+
+
+class TextCheck(Check):
+    """A line-based check over non-Python files (requirements, Dockerfiles, CI YAML...)."""
+
+    # Cheap regex: files whose text never matches are not looked at.
+    prefilter: ClassVar[str] = ""
+
+    def applies_to(self, path: PurePosixPath) -> bool:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def check(self, ctx: FileContext) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+SUPPRESS_RE = re.compile(r"#\s*migrate:\s*ignore(?:\[(?P<codes>[A-Za-z0-9_,\s]*)\])?")
+
+
+def is_suppressed(line_text: str, code: str) -> bool:
+    for match in SUPPRESS_RE.finditer(line_text):
+        codes = match.group("codes")
+        if codes is None:
+            return True
+        if any(code.startswith(c.strip().upper()) for c in codes.split(",") if c.strip()):
+            return True
+    return False

@@ -1,0 +1,38 @@
+"""MIG104: @torch.jit.ignore / @torch.jit.unused decorators."""
+
+from __future__ import annotations
+
+from migrate.checks._edits import remove_decorator
+from migrate.checks.base import PythonCheck, PythonContext, Reference
+from migrate.findings import FixKind
+
+
+class DecoratorRemoval(PythonCheck):
+    """Shared shape of the rules whose whole fix is deleting a decorator."""
+
+    advice = "remove the decorator"
+
+    def on_reference(self, ref: Reference, ctx: PythonContext) -> None:
+        short = ref.qualname.rsplit(".", 1)[-1]
+        if ref.role in ("decorator", "decorator_call"):
+            decorator = ref.call if ref.role == "decorator_call" else ref.node
+            ctx.report(
+                self.rule,
+                decorator,
+                f"`@{ref.qualname}` only steers TorchScript: {self.advice}",
+                symbol=ref.qualname,
+                edits=[remove_decorator(ctx, decorator)],
+            )
+        else:
+            ctx.report(
+                self.rule,
+                ref.call or ref.node,
+                f"`{short}` is TorchScript-only; use it as a decorator or drop it by hand",
+                symbol=ref.qualname,
+                fix=FixKind.MANUAL,
+            )
+
+
+class JitIgnoreUnused(DecoratorRemoval):
+    code = "MIG104"
+    advice = "torch.export traces the Python that runs, remove the decorator"

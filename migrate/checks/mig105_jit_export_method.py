@@ -1,0 +1,36 @@
+"""MIG105: @torch.jit.export methods (assisted: one exported program per method)."""
+
+from __future__ import annotations
+
+import ast
+
+from migrate.checks.base import PythonCheck, PythonContext, Reference
+from migrate.findings import FixKind
+
+
+class JitExportMethod(PythonCheck):
+    code = "MIG105"
+
+    def on_reference(self, ref: Reference, ctx: PythonContext) -> None:
+        owner = ref.owner
+        if ref.role in ("decorator", "decorator_call") and isinstance(
+            owner, (ast.FunctionDef, ast.AsyncFunctionDef)
+        ):
+            ctx.report(
+                self.rule,
+                ref.call or ref.node,
+                f"`@torch.jit.export` method `{owner.name}` needs its own exported program: wrap it "
+                f"in a module whose forward calls `{owner.name}`, export that, and pass "
+                '`{"forward": ep, "' + owner.name + '": ep_' + owner.name + "}` to "
+                "`to_edge_transform_and_lower` (see `migrate explain MIG105`)",
+                symbol=ref.qualname,
+                fix=FixKind.ASSISTED,
+            )
+            return
+        ctx.report(
+            self.rule,
+            ref.call or ref.node,
+            "`torch.jit.export` outside a method decorator",
+            symbol=ref.qualname,
+            fix=FixKind.MANUAL,
+        )

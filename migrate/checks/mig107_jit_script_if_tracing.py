@@ -1,0 +1,10 @@
+"""MIG107: @torch.jit.script_if_tracing: remove the decorator"""
+
+from __future__ import annotations
+
+from migrate.checks.mig104_jit_ignore_unused import DecoratorRemoval
+
+
+class JitScriptIfTracing(DecoratorRemoval):
+    code = "MIG107"
+    advice = "export keeps control flow via torch.cond, remove the decorator"

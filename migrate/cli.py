@@ -1,0 +1,298 @@
+"""The `migrate` command line: scan | apply | rules | explain | verify | convert."""
+
+from __future__ import annotations
+
+import os
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from migrate import __version__
+
+app = typer.Typer(
+    name="migrate",
+    help="Move PyTorch code off TorchScript (to torch.export / ExecuTorch) and off CUDA 12.8.",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+def fail(message: str) -> typer.Exit:
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(EXIT_ERROR)
+
+
+def _split(values: list[str] | None) -> list[str] | None:
+    if not values:
+        return None
+    return [v.strip() for item in values for v in item.split(",") if v.strip()]
+
+
+def _use_color(stream=None) -> bool:
+    stream = stream or sys.stdout
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    return hasattr(stream, "isatty") and stream.isatty()
+
+
+@contextmanager
+def _progress(enabled: bool, label: str):
+    """A rich progress bar on a TTY; nothing in CI or pipes."""
+    if not enabled or os.environ.get("CI") or not sys.stderr.isatty():
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), transient=True) as progress:
+        task = progress.add_task(label, total=None)
+        yield lambda n: progress.advance(task, n)
+
+
+# Options shared by scan and apply.
+PathsArg = Annotated[list[str], typer.Argument(help="Files or folders to look at.")]
+SelectOpt = Annotated[
+    list[str] | None,
+    typer.Option("--select", help="Only these rules or prefixes (MIG1, MIG301); comma-separated."),
+]
+IgnoreOpt = Annotated[
+    list[str] | None, typer.Option("--ignore", help="Skip these rules or prefixes.")
+]
+ExcludeOpt = Annotated[
+    list[str] | None, typer.Option("--exclude", help="Glob of paths to skip (repeatable).")
+]
+CudaOpt = Annotated[
+    str | None, typer.Option("--cuda", help="CUDA target for MIG3xx fixes: 13.0 (default) or 13.2.")
+]
+JobsOpt = Annotated[int | None, typer.Option("--jobs", "-j", help="Worker processes.")]
+ConfigOpt = Annotated[
+    str | None, typer.Option("--config", help="pyproject.toml to read [tool.migrate] from.")
+]
+IsolatedOpt = Annotated[
+    bool, typer.Option("--isolated", help="Ignore pyproject.toml configuration.")
+]
+DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks.")]
+
+
+def build_options(paths, select, ignore, exclude, cuda, jobs, config_file, isolated):
+    from migrate.config import CUDA_TARGETS, resolve_config
+    from migrate.engine import ScanOptions
+    from migrate.registry import unknown_codes
+
+    config = resolve_config(paths, config_file, isolated)
+    select_list = _split(select) if select else config.select
+    ignore_list = (_split(ignore) or []) + list(config.ignore)
+    for flag, codes in (("--select", select_list or []), ("--ignore", ignore_list)):
+        bad = unknown_codes(codes)
+        if bad:
+            raise ValueError(f"{flag}: unknown rule {', '.join(bad)} (see `migrate rules`)")
+    cuda_target = cuda or config.cuda
+    if cuda_target not in CUDA_TARGETS:
+        raise ValueError(f"--cuda must be one of {', '.join(CUDA_TARGETS)}, not {cuda_target}")
+    # Config excludes are relative to the pyproject's folder, like ruff's.
+    excludes = list(exclude or []) + list(config.exclude)
+    options = ScanOptions(
+        select=select_list,
+        ignore=ignore_list,
+        exclude=excludes,
+        per_file_ignores=config.per_file_ignores,
+        cuda=cuda_target,
+        jobs=jobs,
+    )
+    return options, config
+
+
+@contextmanager
+def _errors(debug: bool):
+    from migrate.config import ConfigError
+    from migrate.discover import UsageError
+
+    try:
+        yield
+    except typer.Exit:
+        raise
+    except (UsageError, ConfigError, ValueError) as exc:
+        if debug:
+            raise
+        raise fail(str(exc)) from None
+    except KeyboardInterrupt:
+        typer.echo("interrupted", err=True)
+        raise typer.Exit(130) from None
+    except Exception as exc:  # a crash: one line, the traceback with --debug
+        if debug:
+            raise
+        raise fail(f"{type(exc).__name__}: {exc} (rerun with --debug for the traceback)") from None
+
+
+@app.command()
+def scan(
+    paths: PathsArg,
+    format: Annotated[
+        str | None, typer.Option("--format", "-f", help="text | json | sarif | github")
+    ] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write the report to a file.")
+    ] = None,
+    select: SelectOpt = None,
+    ignore: IgnoreOpt = None,
+    exclude: ExcludeOpt = None,
+    exit_zero: Annotated[
+        bool, typer.Option("--exit-zero", help="Exit 0 even when there are findings.")
+    ] = False,
+    cuda: CudaOpt = None,
+    jobs: JobsOpt = None,
+    config_file: ConfigOpt = None,
+    isolated: IsolatedOpt = False,
+    debug: DebugOpt = False,
+) -> None:
+    """Report every TorchScript use and CUDA 12.8 assumption under PATHS."""
+    from migrate.engine import Scanner
+    from migrate.report import FORMATS
+
+    with _errors(debug):
+        options, config = build_options(
+            paths, select, ignore, exclude, cuda, jobs, config_file, isolated
+        )
+        fmt = format or config.format
+        if fmt not in FORMATS:
+            raise ValueError(f"--format must be one of {', '.join(FORMATS)}, not {fmt}")
+        with _progress(fmt == "text", "scanning") as progress:
+            result = Scanner(options, progress).scan(paths)
+        rendered = FORMATS[fmt](result, color=output is None and _use_color())
+        if output:
+            output.write_text(rendered, encoding="utf-8")
+        else:
+            sys.stdout.write(rendered)
+        for err in result.errors if fmt != "text" else ():
+            typer.echo(f"error: {err.path}: {err.message}", err=True)
+    if result.errors:
+        raise typer.Exit(EXIT_ERROR)
+    if result.findings and not exit_zero:
+        raise typer.Exit(EXIT_FINDINGS)
+
+
+@app.command()
+def apply(
+    paths: PathsArg,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", "--diff", help="Print the diff; write nothing.")
+    ] = False,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", help="Write the migrated copy of the tree here; keep the original."),
+    ] = None,
+    allow_dirty: Annotated[
+        bool, typer.Option("--allow-dirty", help="Also rewrite files with uncommitted changes.")
+    ] = False,
+    select: SelectOpt = None,
+    ignore: IgnoreOpt = None,
+    exclude: ExcludeOpt = None,
+    cuda: CudaOpt = None,
+    jobs: JobsOpt = None,
+    config_file: ConfigOpt = None,
+    isolated: IsolatedOpt = False,
+    debug: DebugOpt = False,
+) -> None:
+    """Rewrite what can be rewritten; --dry-run shows the diff instead."""
+    from migrate.apply import copy_tree, run_apply
+    from migrate.report.apply_text import render_apply
+
+    with _errors(debug):
+        options, _ = build_options(
+            paths, select, ignore, exclude, cuda, jobs, config_file, isolated
+        )
+        targets = list(paths)
+        if out is not None:
+            if out.exists() and any(out.iterdir()):
+                raise ValueError(f"--out {out}: folder exists and is not empty")
+            targets = [str(p) for p in copy_tree(paths, out)]
+            allow_dirty = True
+        with _progress(True, "migrating") as progress:
+            result = run_apply(
+                targets, options, dry_run=dry_run, allow_dirty=allow_dirty, progress=progress
+            )
+        sys.stdout.write(render_apply(result, dry_run=dry_run, color=_use_color()))
+    if result.errors:
+        raise typer.Exit(EXIT_ERROR)
+    if dry_run:
+        raise typer.Exit(EXIT_FINDINGS if result.changed else EXIT_CLEAN)
+    if result.remaining:
+        raise typer.Exit(EXIT_FINDINGS)
+
+
+@app.command("rules")
+def list_rules(
+    format: Annotated[str, typer.Option("--format", "-f", help="text | json")] = "text",
+) -> None:
+    """List every rule: code, name, fix kind and title."""
+    import json
+
+    from migrate.registry import all_rules
+
+    rules = all_rules().values()
+    if format == "json":
+        doc = [
+            {"code": r.code, "name": r.name, "fix": r.fix.value, "title": r.title} for r in rules
+        ]
+        typer.echo(json.dumps(doc, indent=2))
+        return
+    width = max(len(r.name) for r in rules)
+    for r in rules:
+        typer.echo(f"{r.code}  {r.name:<{width}}  {r.fix.value:<8}  {r.title}")
+
+
+@app.command()
+def explain(code: Annotated[str, typer.Argument(help="A rule code (MIG101) or name.")]) -> None:
+    """Print a rule's documentation."""
+    from migrate.docs import render_rule
+    from migrate.registry import all_rules
+
+    rules = all_rules()
+    key = code.upper()
+    rule = rules.get(key) or next((r for r in rules.values() if r.name == code), None)
+    if rule is None:
+        raise fail(f"unknown rule {code} (see `migrate rules`)")
+    typer.echo(render_rule(rule))
+
+
+def _register_verify() -> None:
+    """verify/convert live in migrate.verify, which imports torch lazily inside the commands."""
+    try:
+        from migrate.verify import commands as verify_commands
+    except ImportError:  # pragma: no cover - the verify package is part of the wheel
+        return
+    for name in ("verify", "convert"):
+        command = getattr(verify_commands, name, None)
+        if command is not None:
+            app.command(name)(command)
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        typer.echo(f"torchscript-migrate {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version_callback, is_eager=True, help="Show version."),
+    ] = False,
+) -> None:
+    pass
+
+
+_register_verify()
+
+
+def main() -> None:
+    app()

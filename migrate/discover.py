@@ -1,0 +1,176 @@
+"""Find the files to look at: git-aware walk, skip folders, --exclude globs, text prefilter."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+import subprocess
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+SKIP_DIRS = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        "__pycache__",
+        ".venv",
+        "venv",
+        ".tox",
+        ".nox",
+        "build",
+        "dist",
+        "node_modules",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".eggs",
+        "site-packages",
+        ".ipynb_checkpoints",
+        ".migrate_cache",
+    }
+)
+
+PYTHON_SUFFIXES = (".py", ".pyi")
+
+
+class UsageError(Exception):
+    """Bad command-line input (missing path, bad option): exit 2."""
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    path: Path  # as given/found (relative paths stay relative, for reporting)
+    root: Path  # the scan root it was found under (for module names and excludes)
+
+    @property
+    def display(self) -> str:
+        return self.path.as_posix()
+
+    @property
+    def is_python(self) -> bool:
+        return self.path.suffix in PYTHON_SUFFIXES
+
+
+def _skip_dir(name: str, full: str) -> bool:
+    if name in SKIP_DIRS or name.endswith(".egg-info"):
+        return True
+    return os.path.exists(os.path.join(full, "pyvenv.cfg"))
+
+
+def is_excluded(path: Path, root: Path, patterns: Iterable[str]) -> bool:
+    try:
+        rel = path.relative_to(root).as_posix()
+    except ValueError:
+        rel = path.as_posix()
+    parts = rel.split("/")
+    for pattern in patterns:
+        pat = pattern.rstrip("/")
+        if fnmatch.fnmatchcase(rel, pat) or fnmatch.fnmatchcase(path.name, pat):
+            return True
+        if any(fnmatch.fnmatchcase(part, pat) for part in parts[:-1]):
+            return True
+        if rel.startswith(pat + "/"):
+            return True
+        if pat.startswith("**/") and fnmatch.fnmatchcase(rel, pat[3:]):
+            return True
+    return False
+
+
+def _git_files(directory: Path) -> list[Path] | None:
+    """Tracked and untracked-but-not-ignored files, or None outside a git work tree."""
+    try:
+        proc = subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            cwd=directory,
+            capture_output=True,
+            timeout=60,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if proc.returncode != 0:
+        return None
+    names = proc.stdout.decode("utf-8", "surrogateescape").split("\0")
+    return [directory / n for n in dict.fromkeys(names) if n]
+
+
+def _walk(directory: Path) -> Iterator[Path]:
+    # followlinks=False: a symlinked folder is not entered, so a symlink loop cannot recurse.
+    for dirpath, dirnames, filenames in os.walk(directory, followlinks=False):
+        dirnames[:] = sorted(d for d in dirnames if not _skip_dir(d, os.path.join(dirpath, d)))
+        for name in sorted(filenames):
+            yield Path(dirpath) / name
+
+
+def discover(
+    paths: Iterable[str | Path], exclude: Iterable[str] = (), use_git: bool = True
+) -> list[SourceFile]:
+    """Expand the given files and folders into the files to consider, deduplicated, sorted."""
+    exclude = list(exclude)
+    seen: dict[str, SourceFile] = {}
+    for given in paths:
+        path = Path(given)
+        if not os.path.lexists(path):
+            raise UsageError(f"{path}: no such file or directory")
+        if path.is_dir():
+            files = _git_files(path) if use_git else None
+            if files is None:
+                files = list(_walk(path))
+            else:
+                # git lists files inside skipped folders too (a committed venv, say).
+                files = [
+                    f
+                    for f in files
+                    if not any(_skip_dir(p, "") for p in f.relative_to(path).parts[:-1])
+                    and os.path.lexists(f)
+                ]
+            root = path
+        else:
+            files, root = [path], path.parent
+        for f in files:
+            if is_excluded(f, root, exclude):
+                continue
+            key = os.path.normpath(f)
+            seen.setdefault(key, SourceFile(Path(os.path.normpath(f)), root))
+    return sorted(seen.values(), key=lambda s: s.display)
+
+
+def read_source(path: Path) -> str:
+    """Decode a source file the way Python would (PEP 263 cookie, BOM), keeping newlines."""
+    import io
+    import tokenize
+
+    data = path.read_bytes()
+    if b"\0" in data[:8192]:
+        raise UnicodeDecodeError("binary", data[:1], 0, 1, "file looks binary (NUL bytes)")
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    text = data.decode(encoding)
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return text
+
+
+def module_name(path: Path, root: Path) -> str:
+    """Dotted module name: the package chain (folders with __init__.py), else relative to root."""
+    parts = [] if path.stem == "__init__" else [path.stem]
+    parent = path.parent
+    in_package = False
+    while (parent / "__init__.py").exists():
+        in_package = True
+        parts.insert(0, parent.resolve().name)
+        if parent.resolve() == parent.resolve().parent:
+            break
+        parent = parent / ".."
+    if in_package:
+        return ".".join(parts)
+    try:
+        rel = path.with_suffix("").relative_to(root)
+    except ValueError:
+        return path.stem
+    return ".".join(p for p in rel.parts if p != "__init__") or path.stem
+
+
+def prefilter_regex(words: Iterable[str]) -> re.Pattern[str]:
+    return re.compile("|".join(sorted(set(words))))

@@ -1,0 +1,521 @@
+"""The scan pipeline: discover -> prefilter -> parse once (ast) -> resolve names -> checks.
+
+Phase 1 analyses every file whose text can hold a finding. Names that a file imports from
+another module of the same repository are resolved afterwards: files that import a
+re-exported torch.jit name are analysed again with the repository's export table (rare).
+"""
+
+from __future__ import annotations
+
+import ast
+import fnmatch
+import os
+import re
+import warnings
+from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from migrate.checks.base import (
+    FileContext,
+    PythonCheck,
+    PythonContext,
+    Reference,
+    TextCheck,
+    is_suppressed,
+)
+from migrate.discover import SourceFile, discover, module_name, read_source
+from migrate.findings import FileError, Finding, ScanResult
+from migrate.pyscope import ScopeTable
+from migrate.registry import Rule, all_rules, check_classes, select_codes
+
+# Every TorchScript API spelling contains one of these; files without them are not parsed.
+TORCHSCRIPT_WORDS = (
+    r"jit",
+    r"_lite_interpreter",
+    r"optimize_for_mobile",
+)
+
+PARALLEL_THRESHOLD = 48  # below this many parsed files a process pool costs more than it saves
+
+
+@dataclass
+class ScanOptions:
+    select: list[str] | None = None
+    ignore: list[str] | None = None
+    exclude: list[str] = field(default_factory=list)
+    per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
+    cuda: str = "13.0"
+    jobs: int | None = None
+    use_git: bool = True
+
+    def codes(self) -> list[str]:
+        return select_codes(self.select, self.ignore)
+
+
+@dataclass
+class FileResult:
+    path: str
+    findings: list[Finding] = field(default_factory=list)
+    error: str | None = None
+    parsed: bool = False
+    exports: dict[str, str] = field(default_factory=dict)
+    repo_imports: set[str] = field(default_factory=set)
+
+
+# --------------------------------------------------------------------------- check sets
+
+
+class CheckSet:
+    """The enabled checks, split by target, with the symbol index for the shared walk."""
+
+    def __init__(self, codes: Iterable[str], options: dict | None = None) -> None:
+        rules = all_rules()
+        classes = check_classes()
+        self.python: list[PythonCheck] = []
+        self.text: list[TextCheck] = []
+        for code in codes:
+            cls = classes.get(code)
+            if cls is None:
+                continue
+            check = cls(rules[code], options)
+            (self.python if isinstance(check, PythonCheck) else self.text).append(check)
+        self._exact: dict[str, PythonCheck] = {}
+        self._patterns: list[tuple[str, PythonCheck]] = []
+        for check in self.python:
+            for symbol in check.rule.symbols:
+                if "*" in symbol:
+                    self._patterns.append((symbol, check))
+                else:
+                    self._exact[symbol] = check
+        # The most specific pattern (longest literal prefix) wins.
+        self._patterns.sort(key=lambda p: -len(p[0].split("*")[0]))
+        self._cache: dict[str, PythonCheck | None] = {}
+        words = list(TORCHSCRIPT_WORDS)
+        for check in self.python:
+            words.extend(check.prefilter)
+        self.python_prefilter = re.compile("|".join(words))
+        self.node_hooks: dict[type, list[PythonCheck]] = {}
+        for check in self.python:
+            for node_type in check.node_types:
+                self.node_hooks.setdefault(node_type, []).append(check)
+
+    def for_symbol(self, qualname: str) -> PythonCheck | None:
+        if qualname in self._cache:
+            return self._cache[qualname]
+        found: PythonCheck | None = None
+        parts = qualname.split(".")
+        for cut in range(len(parts), 2, -1):
+            found = self._exact.get(".".join(parts[:cut]))
+            if found:
+                break
+        if found is None:
+            for pattern, check in self._patterns:
+                if fnmatch.fnmatchcase(qualname, pattern):
+                    found = check
+                    break
+        self._cache[qualname] = found
+        return found
+
+    def text_checks_for(self, path: PurePosixPath) -> list[TextCheck]:
+        return [c for c in self.text if c.applies_to(path)]
+
+
+# --------------------------------------------------------------------------- the walk
+
+
+class _Walker:
+    """One pass over a module: finds catalogued references and feeds node hooks."""
+
+    def __init__(self, ctx: PythonContext, checks: CheckSet) -> None:
+        self.ctx = ctx
+        self.checks = checks
+        self.table = ctx.table
+
+    def lookup(self, expr: ast.AST) -> tuple[str, PythonCheck] | None:
+        if not isinstance(expr, (ast.Name, ast.Attribute)):
+            return None
+        qual = self.table.qualname(expr)
+        if not qual or not qual.startswith("torch"):
+            return None
+        check = self.checks.for_symbol(qual)
+        return (qual, check) if check else None
+
+    def emit(self, expr: ast.expr, found: tuple[str, PythonCheck], role: str, **kw) -> None:
+        qual, check = found
+        ref = Reference(expr, qual, role, scope=self.table.scope_for(expr), **kw)
+        check.on_reference(ref, self.ctx)
+
+    def visit(self, node: ast.AST) -> None:
+        hooks = self.checks.node_hooks.get(type(node))
+        if hooks:
+            for check in hooks:
+                check.on_node(node, self.ctx)
+        method = getattr(self, f"visit_{type(node).__name__}", None)
+        self.ctx.parents.append(node)
+        try:
+            if method is None:
+                self.generic_visit(node)
+            else:
+                method(node)
+        finally:
+            self.ctx.parents.pop()
+
+    def generic_visit(self, node: ast.AST, skip: Iterable[ast.AST] = ()) -> None:
+        skipped = {id(s) for s in skip}
+        for child in ast.iter_child_nodes(node):
+            if id(child) not in skipped:
+                self.visit(child)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        found = self.lookup(node.func)
+        if found:
+            self.emit(node.func, found, "call", call=node)
+            self.generic_visit(node, skip=[node.func])
+            return
+        if (
+            isinstance(node.func, ast.Name)
+            and node.func.id == "isinstance"
+            and len(node.args) == 2
+            and self.table.binding("isinstance", self.table.scope_for(node)) is None
+        ):
+            targets = node.args[1].elts if isinstance(node.args[1], ast.Tuple) else [node.args[1]]
+            skip: list[ast.AST] = []
+            for target in targets:
+                hit = self.lookup(target)
+                if hit:
+                    self.emit(target, hit, "isinstance", owner=node)
+                    skip.append(target)
+            if skip:
+                self.visit(node.args[0])
+                for target in targets:
+                    if target not in skip:
+                        self.visit(target)
+                return
+        self.generic_visit(node)
+
+    def _visit_decorated(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> None:
+        handled: list[ast.AST] = []
+        for dec in node.decorator_list:
+            target = dec.func if isinstance(dec, ast.Call) else dec
+            found = self.lookup(target)
+            if found:
+                if isinstance(dec, ast.Call):
+                    self.emit(target, found, "decorator_call", call=dec, owner=node)
+                    for arg in (*dec.args, *dec.keywords):
+                        self.visit(arg)
+                else:
+                    self.emit(target, found, "decorator", owner=node)
+                handled.append(dec)
+        if isinstance(node, ast.ClassDef):
+            for base in node.bases:
+                found = self.lookup(base)
+                if found:
+                    self.emit(base, found, "base", owner=node)
+                    handled.append(base)
+        self.generic_visit(node, skip=handled)
+
+    visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = _visit_decorated
+
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        found = self.lookup(node.value)
+        if found:
+            self.emit(node.value, found, "subscript", owner=node)
+            self.generic_visit(node, skip=[node.value])
+            return
+        self.generic_visit(node)
+
+    def _visit_name(self, node: ast.Name | ast.Attribute) -> None:
+        if isinstance(node.ctx, ast.Load):
+            found = self.lookup(node)
+            if found:
+                self.emit(node, found, "reference")
+                return
+        self.generic_visit(node)
+
+    visit_Name = visit_Attribute = _visit_name
+
+    def run(self) -> None:
+        self.visit(self.ctx.tree)
+        for check in self.checks.python:
+            check.on_end(self.ctx)
+
+
+# --------------------------------------------------------------------------- one file
+
+
+def _syntax_error(exc: SyntaxError) -> str:
+    where = f"line {exc.lineno}" if exc.lineno else "unknown line"
+    if exc.msg and "Missing parentheses in call to 'print'" in exc.msg:
+        return f"cannot parse ({where}): Python 2 syntax is not supported"
+    return f"cannot parse ({where}): {exc.msg}"
+
+
+def analyze_python(
+    display: str,
+    text: str,
+    checks: CheckSet,
+    module: str = "",
+    is_package: bool = False,
+    exports: dict[str, str] | None = None,
+) -> FileResult:
+    result = FileResult(display)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # invalid escape sequences in user code
+            tree = ast.parse(text, filename=display)
+    except SyntaxError as exc:
+        result.error = _syntax_error(exc)
+        return result
+    except (ValueError, RecursionError) as exc:
+        result.error = f"cannot parse: {exc}"
+        return result
+    result.parsed = True
+    table = ScopeTable(tree, module, is_package, exports)
+    result.exports = {
+        name: qual
+        for name, qual in table.module_exports().items()
+        if qual == "torch.jit" or checks.for_symbol(qual) or not qual.startswith("torch")
+    }
+    result.repo_imports = table.repo_imports
+    ctx = PythonContext(display, text, tree, table)
+    _Walker(ctx, checks).run()
+    result.findings = ctx.findings
+    return result
+
+
+def analyze_text_file(display: str, text: str, checks: list[TextCheck]) -> FileResult:
+    result = FileResult(display, parsed=True)
+    ctx = FileContext(display, text)
+    for check in checks:
+        check.check(ctx)
+    result.findings = ctx.findings
+    return result
+
+
+def _suppress(result: FileResult, text: str, per_file_ignores: dict[str, list[str]]) -> None:
+    if not result.findings:
+        return
+    lines = text.splitlines()
+    ignored = [
+        code
+        for pattern, codes in per_file_ignores.items()
+        if fnmatch.fnmatchcase(result.path, pattern)
+        or fnmatch.fnmatchcase(result.path, f"*/{pattern}")
+        for code in codes
+    ]
+    kept = []
+    for f in result.findings:
+        if any(f.rule.startswith(c.upper()) for c in ignored):
+            continue
+        first = lines[f.line - 1] if f.line - 1 < len(lines) else ""
+        last = lines[f.end_line - 1] if f.end_line - 1 < len(lines) else ""
+        if is_suppressed(first, f.rule) or is_suppressed(last, f.rule):
+            continue
+        kept.append(f)
+    result.findings = kept
+
+
+# --------------------------------------------------------------------------- workers
+
+
+@dataclass(frozen=True)
+class _Job:
+    path: str
+    display: str
+    module: str
+    is_package: bool
+    python: bool
+
+
+_WORKER_STATE: dict[str, object] = {}
+
+
+def _worker_init(codes: list[str], options: dict, per_file_ignores: dict) -> None:
+    _WORKER_STATE["checks"] = CheckSet(codes, options)
+    _WORKER_STATE["pfi"] = per_file_ignores
+
+
+def _run_job(job: _Job, exports: dict[str, str] | None = None) -> FileResult:
+    try:
+        text = read_source(Path(job.path))
+    except UnicodeDecodeError as exc:
+        reason = exc.reason if exc.encoding == "binary" else f"not valid {exc.encoding} text"
+        return FileResult(job.display, error=f"cannot decode: {reason}")
+    except (OSError, SyntaxError, LookupError) as exc:
+        return FileResult(job.display, error=f"cannot read: {_os_reason(exc)}")
+    return analyze_loaded(job, text, exports)
+
+
+def analyze_loaded(
+    job: _Job, text: str, exports: dict[str, str] | None = None, prefilter: bool = True
+) -> FileResult:
+    """Analyse one file's text (already read) with the worker's checks."""
+    checks: CheckSet = _WORKER_STATE["checks"]  # type: ignore[assignment]
+    if job.python:
+        if prefilter and not exports and not checks.python_prefilter.search(text):
+            return FileResult(job.display)
+        result = analyze_python(job.display, text, checks, job.module, job.is_package, exports)
+    else:
+        text_checks = checks.text_checks_for(PurePosixPath(job.display))
+        text_checks = [c for c in text_checks if not c.prefilter or re.search(c.prefilter, text)]
+        if not text_checks:
+            return FileResult(job.display)
+        result = analyze_text_file(job.display, text, text_checks)
+    _suppress(result, text, _WORKER_STATE["pfi"])  # type: ignore[arg-type]
+    return result
+
+
+def _run_batch(batch: list[tuple[_Job, dict[str, str] | None]]) -> list[FileResult]:
+    return [_run_job(job, exports) for job, exports in batch]
+
+
+def _os_reason(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror.lower()
+    if isinstance(exc, SyntaxError):  # a bad PEP 263 coding cookie
+        return str(exc.msg)
+    return str(exc)
+
+
+# --------------------------------------------------------------------------- the pipeline
+
+
+class Scanner:
+    def __init__(self, options: ScanOptions, progress: Callable[[int], None] | None = None):
+        self.options = options
+        self.codes = options.codes()
+        self.check_options = {"cuda": options.cuda}
+        _worker_init(self.codes, self.check_options, options.per_file_ignores)
+        self.checks: CheckSet = _WORKER_STATE["checks"]  # type: ignore[assignment]
+        self.progress = progress
+
+    def jobs_for(self, files: list[SourceFile]) -> list[_Job]:
+        jobs = []
+        for f in files:
+            python = f.is_python
+            if not python and not self.checks.text_checks_for(PurePosixPath(f.display)):
+                continue
+            module = module_name(f.path, f.root) if python else ""
+            jobs.append(_Job(str(f.path), f.display, module, f.path.name == "__init__.py", python))
+        return jobs
+
+    def _execute(self, work: list[tuple[_Job, dict[str, str] | None]]) -> list[FileResult]:
+        workers = self.options.jobs or os.cpu_count() or 1
+        if workers <= 1 or len(work) < PARALLEL_THRESHOLD:
+            results = []
+            for item in work:
+                results.append(_run_job(*item))
+                if self.progress:
+                    self.progress(1)
+            return results
+        size = max(8, len(work) // (workers * 8))
+        batches = [work[i : i + size] for i in range(0, len(work), size)]
+        results = []
+        with ProcessPoolExecutor(
+            max_workers=workers,
+            initializer=_worker_init,
+            initargs=(self.codes, self.check_options, self.options.per_file_ignores),
+        ) as pool:
+            for batch_result in pool.map(_run_batch, batches):
+                results.extend(batch_result)
+                if self.progress:
+                    self.progress(len(batch_result))
+        return results
+
+    def scan(self, paths: Iterable[str | Path]) -> ScanResult:
+        files = discover(paths, self.options.exclude, self.options.use_git)
+        jobs = self.jobs_for(files)
+        self.jobs = {j.display: j for j in jobs}
+        results = {r.path: r for r in self._execute([(j, None) for j in jobs])}
+        self.exports = self._resolve_reexports(jobs, results)
+        out = ScanResult(files_seen=len(jobs))
+        for r in results.values():
+            out.findings.extend(r.findings)
+            if r.error:
+                out.errors.append(FileError(r.path, r.error))
+            out.files_parsed += r.parsed
+        out.sort()
+        return out
+
+    def analyze(self, display: str, text: str) -> list[Finding]:
+        """Findings for an in-memory version of a scanned file (apply's later rounds)."""
+        _worker_init(self.codes, self.check_options, self.options.per_file_ignores)
+        return analyze_loaded(self.jobs[display], text, self.exports or None).findings
+
+    def _resolve_reexports(
+        self, jobs: list[_Job], results: dict[str, FileResult]
+    ) -> dict[str, str]:
+        """Second look at files importing torch names that another repo module re-exports."""
+        by_display = {j.display: j for j in jobs if j.python}
+        ran_with: dict[str, int] = {}
+        resolved: dict[str, str] = {}
+        for _ in range(5):
+            resolved = _close_exports(r.exports for r in results.values())
+            if not resolved:
+                return resolved
+            modules = {k.rsplit(".", 1)[0] for k in resolved}
+            leaf_names = {m.rsplit(".", 1)[-1] for m in modules}
+            word = re.compile("|".join(re.escape(n) for n in sorted(leaf_names)))
+            todo = []
+            for display, job in by_display.items():
+                if ran_with.get(display) == len(resolved):
+                    continue
+                r = results.get(display)
+                if r is not None and r.parsed:
+                    if not any(_imports_module(i, modules) for i in r.repo_imports):
+                        continue
+                elif r is not None and r.error:
+                    continue
+                else:
+                    try:
+                        if not word.search(Path(job.path).read_text("utf-8", "replace")):
+                            continue
+                    except OSError:
+                        continue
+                todo.append((job, resolved))
+                ran_with[display] = len(resolved)
+            if not todo:
+                return resolved
+            for r in self._execute(todo):
+                results[r.path] = r
+        return resolved
+
+
+def _close_exports(tables: Iterable[dict[str, str]]) -> dict[str, str]:
+    """Follow repo-module re-export chains to the torch name at their end."""
+    raw: dict[str, str] = {}
+    for table in tables:
+        raw.update(table)
+
+    def follow(qual: str, depth: int = 0) -> str | None:
+        if qual.startswith("torch"):
+            return qual
+        if depth > 8:
+            return None
+        parts = qual.split(".")
+        for cut in range(len(parts), 0, -1):
+            head = ".".join(parts[:cut])
+            if head in raw and raw[head] != qual:
+                return follow(".".join([raw[head], *parts[cut:]]), depth + 1)
+        return None
+
+    out = {}
+    for name, qual in raw.items():
+        final = follow(qual)
+        if final and final != name:
+            out[name] = final
+    return out
+
+
+def _imports_module(qual: str, modules: set[str]) -> bool:
+    return any(qual == m or qual.startswith(m + ".") for m in modules)
+
+
+def scan(paths: Iterable[str | Path], options: ScanOptions | None = None) -> ScanResult:
+    return Scanner(options or ScanOptions()).scan(paths)
+
+
+def rules_by_code() -> dict[str, Rule]:
+    return all_rules()

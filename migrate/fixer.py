@@ -1,0 +1,361 @@
+"""Apply the edits that findings carry, fix up imports, and write files atomically.
+
+Nothing is lost: output that does not parse is never written, each file is replaced by
+rename from a temp file in the same folder, and encoding, BOM, newlines and mode are kept.
+"""
+
+from __future__ import annotations
+
+import ast
+import codecs
+import difflib
+import io
+import os
+import stat
+import subprocess
+import tempfile
+import tokenize
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from migrate.checks.base import Edit
+from migrate.findings import Finding, FixKind
+
+MAX_ROUNDS = 5
+
+# Imports that only exist for TorchScript; removed when the rewrite leaves them unused.
+TORCHSCRIPT_MODULES = ("torch.jit", "torch.utils.mobile_optimizer", "torch.jit.mobile")
+
+
+@dataclass
+class Decoded:
+    text: str
+    encoding: str
+    bom: bool
+    newline: str
+
+
+def decode(data: bytes) -> Decoded:
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    bom = data.startswith(codecs.BOM_UTF8)
+    text = data.decode(encoding)
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    newline = "\r\n" if "\r\n" in text else "\n"
+    return Decoded(text, encoding, bom, newline)
+
+
+def encode(decoded: Decoded, text: str) -> bytes:
+    encoding = "utf-8" if decoded.encoding == "utf-8-sig" else decoded.encoding
+    data = text.encode(encoding)
+    return codecs.BOM_UTF8 + data if decoded.bom else data
+
+
+@dataclass
+class FileFix:
+    path: str
+    original: str
+    fixed: str
+    applied: list[Finding] = field(default_factory=list)
+    remaining: list[Finding] = field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def changed(self) -> bool:
+        return self.error is None and self.fixed != self.original
+
+    def diff(self) -> str:
+        if not self.changed:
+            return ""
+        return "".join(
+            difflib.unified_diff(
+                self.original.splitlines(keepends=True),
+                self.fixed.splitlines(keepends=True),
+                fromfile=f"a/{self.path}",
+                tofile=f"b/{self.path}",
+            )
+        )
+
+
+def fixable(finding: Finding) -> bool:
+    return finding.fix is not FixKind.MANUAL and bool(finding.get("edits"))
+
+
+def choose_edits(findings: Iterable[Finding]) -> tuple[list[Finding], list[Edit]]:
+    """Take whole findings whose edits do not overlap those already taken (first wins)."""
+    taken: list[Finding] = []
+    edits: list[Edit] = []
+    for finding in sorted(findings, key=lambda f: (f.line, f.column, f.rule)):
+        mine = list(finding.get("edits", ()))
+        if any(_overlaps(e, other) for e in mine for other in edits):
+            continue
+        taken.append(finding)
+        edits.extend(mine)
+    return taken, sorted(edits)
+
+
+def _overlaps(a: Edit, b: Edit) -> bool:
+    if a == b:
+        return False
+    if a.start == a.end or b.start == b.end:  # insertions collide only inside the other
+        point, span = (a, b) if a.start == a.end else (b, a)
+        return span.start < point.start < span.end
+    return a.start < b.end and b.start < a.end
+
+
+def apply_edits(text: str, edits: list[Edit], newline: str) -> str:
+    out = []
+    last = 0
+    seen: set[Edit] = set()
+    for edit in sorted(edits):
+        if edit in seen:
+            continue
+        seen.add(edit)
+        out.append(text[last : edit.start])
+        out.append(edit.text.replace("\n", newline) if newline != "\n" else edit.text)
+        last = max(last, edit.end)
+    out.append(text[last:])
+    return "".join(out)
+
+
+# --------------------------------------------------------------------------- imports
+
+
+def _import_specs(findings: Iterable[Finding]) -> list[str]:
+    specs: list[str] = []
+    for f in findings:
+        for spec in f.get("imports", ()):
+            if spec not in specs:
+                specs.append(spec)
+    return specs
+
+
+def _used_names(tree: ast.Module) -> set[str]:
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+
+
+def _attribute_chains(tree: ast.Module) -> set[str]:
+    chains = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            parts = []
+            cur: ast.AST = node
+            while isinstance(cur, ast.Attribute):
+                parts.append(cur.attr)
+                cur = cur.value
+            if isinstance(cur, ast.Name):
+                parts.append(cur.id)
+                chains.add(".".join(reversed(parts)))
+    return chains
+
+
+def fix_imports(text: str, specs: list[str], python_file: bool = True) -> str:
+    """Add the imports the new code needs and drop TorchScript imports it no longer uses."""
+    if not python_file:
+        return text
+    tree = ast.parse(text)
+    used = _used_names(tree)
+    chains = _attribute_chains(tree)
+    bound = _bound_imports(tree)
+    to_add = [s for s in specs if not _already_bound(s, bound)]
+    to_remove: list[tuple[str, str | None, str | None]] = []
+    keep_torch = "torch" in used
+    for node in tree.body if isinstance(tree, ast.Module) else []:
+        for stmt in _top_level_imports(node):
+            if isinstance(stmt, ast.ImportFrom) and stmt.module and not stmt.level:
+                if stmt.module in TORCHSCRIPT_MODULES or (
+                    stmt.module == "torch" and any(a.name == "jit" for a in stmt.names)
+                ):
+                    for alias in stmt.names:
+                        if stmt.module == "torch" and alias.name != "jit":
+                            continue
+                        if (alias.asname or alias.name) not in used:
+                            to_remove.append((stmt.module, alias.name, alias.asname))
+            elif isinstance(stmt, ast.Import):
+                for alias in stmt.names:
+                    if alias.name not in TORCHSCRIPT_MODULES:
+                        continue
+                    if alias.asname:
+                        if alias.asname not in used:
+                            to_remove.append((alias.name, None, alias.asname))
+                    elif not any(c == alias.name or c.startswith(alias.name + ".") for c in chains):
+                        to_remove.append((alias.name, None, None))
+                        if keep_torch and "torch" not in bound:
+                            to_add.append("import torch")
+    if not to_add and not to_remove:
+        return text
+    import libcst as cst
+    from libcst.codemod import CodemodContext
+    from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
+
+    module = cst.parse_module(text)
+    context = CodemodContext()
+    for spec in dict.fromkeys(to_add):
+        mod, obj, asname = _parse_spec(spec)
+        AddImportsVisitor.add_needed_import(context, mod, obj, asname)
+    for mod, obj, asname in to_remove:
+        RemoveImportsVisitor.remove_unused_import(context, mod, obj, asname)
+    if to_remove:
+        module = RemoveImportsVisitor(context).transform_module(module)
+    module = AddImportsVisitor(context).transform_module(module)
+    return module.code
+
+
+def _top_level_imports(node: ast.stmt) -> Iterable[ast.stmt]:
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        yield node
+    elif isinstance(node, ast.Try):  # try/except ImportError shims
+        for child in node.body:
+            yield from _top_level_imports(child)
+
+
+def _bound_imports(tree: ast.Module) -> dict[str, str]:
+    bound: dict[str, str] = {}
+    for node in tree.body:
+        for stmt in _top_level_imports(node):
+            if isinstance(stmt, ast.Import):
+                for a in stmt.names:
+                    if a.asname:
+                        bound[a.asname] = a.name
+                    else:
+                        bound.setdefault(a.name.split(".")[0], a.name.split(".")[0])
+            elif isinstance(stmt, ast.ImportFrom) and stmt.module and not stmt.level:
+                for a in stmt.names:
+                    bound[a.asname or a.name] = f"{stmt.module}.{a.name}"
+    return bound
+
+
+def _parse_spec(spec: str) -> tuple[str, str | None, str | None]:
+    """'import a.b [as c]' or 'from a.b import c [as d]' -> (module, obj, asname)."""
+    words = spec.split()
+    if words[0] == "import":
+        return words[1], None, (words[3] if len(words) > 3 else None)
+    return words[1], words[3], (words[5] if len(words) > 5 else None)
+
+
+def _already_bound(spec: str, bound: dict[str, str]) -> bool:
+    module, obj, asname = _parse_spec(spec)
+    if obj is None:
+        name = asname or module.split(".")[0]
+        return bound.get(name) == (module if asname else module.split(".")[0])
+    return bound.get(asname or obj) == f"{module}.{obj}"
+
+
+# --------------------------------------------------------------------------- a file
+
+
+def validate(path: str, text: str) -> str | None:
+    """None if `text` is well-formed for its file kind, else the reason."""
+    if path.endswith((".py", ".pyi")):
+        try:
+            ast.parse(text)
+        except SyntaxError as exc:
+            return f"line {exc.lineno}: {exc.msg}"
+    elif path.endswith(".toml"):
+        import tomllib
+
+        try:
+            tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            return str(exc)
+    elif path.endswith((".yml", ".yaml")):
+        import yaml
+
+        try:
+            list(yaml.safe_load_all(text))
+        except yaml.YAMLError as exc:
+            return str(exc).splitlines()[0]
+    return None
+
+
+def fix_source(
+    path: str, text: str, analyze: Callable[[str], list[Finding]], newline: str = "\n"
+) -> FileFix:
+    """Run analyze/fix rounds on one file's text until nothing fixable is left."""
+    result = FileFix(path, text, text)
+    current = text
+    was_valid = validate(path, text) is None
+    applied: list[Finding] = []
+    findings = analyze(current)
+    for _ in range(MAX_ROUNDS):
+        candidates = [f for f in findings if fixable(f)]
+        if not candidates:
+            break
+        taken, edits = choose_edits(candidates)
+        new = apply_edits(current, edits, newline)
+        if path.endswith((".py", ".pyi")):
+            try:
+                new = fix_imports(new, _import_specs(taken))
+            except SyntaxError as exc:
+                result.error = (
+                    f"fix produced invalid code (line {exc.lineno}: {exc.msg}); left untouched"
+                )
+                return result
+        problem = validate(path, new)
+        if problem and was_valid:
+            result.error = f"fix produced invalid code ({problem}); left untouched"
+            return result
+        if new == current:
+            break
+        applied.extend(taken)
+        current = new
+        findings = analyze(current)
+    result.fixed = current
+    result.applied = applied
+    result.remaining = findings
+    return result
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write to a temp file beside `path`, keep its mode, then rename over it."""
+    mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else 0o644
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".migrate-tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        # Ctrl-C or a full disk: the original is untouched, and so must the folder be.
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def dirty_files(paths: Iterable[Path]) -> set[Path]:
+    """Files with uncommitted changes (or untracked) inside a git work tree."""
+    dirty: set[Path] = set()
+    by_dir: dict[Path, list[Path]] = {}
+    for p in paths:
+        by_dir.setdefault(p.resolve().parent, []).append(p)
+    tops: dict[Path, list[Path]] = {}
+    for directory, files in by_dir.items():
+        try:
+            proc = subprocess.run(
+                ["git", "rev-parse", "--show-toplevel"],
+                cwd=directory,
+                capture_output=True,
+                text=True,
+                timeout=30,
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if proc.returncode != 0:
+            continue
+        tops.setdefault(Path(proc.stdout.strip()).resolve(), []).extend(files)
+    for top, files in tops.items():
+        rel = {os.path.relpath(f.resolve(), top): f for f in files}
+        proc = subprocess.run(
+            ["git", "status", "--porcelain", "-z", "--untracked-files=all", "--", *rel],
+            cwd=top,
+            capture_output=True,
+            timeout=60,
+        )
+        entries = proc.stdout.decode("utf-8", "surrogateescape").split("\0")
+        for entry in entries:
+            if len(entry) > 3 and entry[3:] in rel:
+                dirty.add(rel[entry[3:]])
+    return dirty

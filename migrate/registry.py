@@ -1,0 +1,131 @@
+"""Rule data (rules/*.yaml) joined to the check classes that implement it."""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+import importlib
+import pkgutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from migrate.findings import FixKind
+
+_PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def rules_dir() -> Path:
+    """rules/ sits beside the package in a checkout and inside it (migrate/_rules) in a wheel."""
+    for candidate in (_PACKAGE_DIR / "_rules", _PACKAGE_DIR.parent / "rules"):
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError("rule definitions not found (expected migrate/_rules or rules/)")
+
+
+@dataclass(frozen=True)
+class Rule:
+    code: str
+    name: str
+    title: str
+    fix: FixKind
+    target: str  # "python" or "text"
+    what: str = ""
+    why: str = ""
+    use_instead: str = ""
+    fix_safety: str = ""
+    example_before: str = ""
+    example_after: str = ""
+    symbols: tuple[str, ...] = ()
+    replacement: str = ""
+    extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    def matches_symbol(self, qualname: str) -> bool:
+        return any(
+            fnmatch.fnmatchcase(qualname, s) if "*" in s else qualname == s for s in self.symbols
+        )
+
+
+_REQUIRED = ("code", "name", "title", "fix", "target")
+
+
+def _load_rule(path: Path) -> Rule:
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    missing = [k for k in _REQUIRED if k not in data]
+    if missing:
+        raise ValueError(f"{path}: missing keys {', '.join(missing)}")
+    if data["code"] != path.stem:
+        raise ValueError(f"{path}: code {data['code']} does not match the file name")
+    example = data.get("example") or {}
+    known = set(_REQUIRED) | {
+        "what",
+        "why",
+        "use_instead",
+        "fix_safety",
+        "example",
+        "symbols",
+        "replacement",
+    }
+    return Rule(
+        code=data["code"],
+        name=data["name"],
+        title=data["title"],
+        fix=FixKind(data["fix"]),
+        target=data["target"],
+        what=(data.get("what") or "").strip(),
+        why=(data.get("why") or "").strip(),
+        use_instead=(data.get("use_instead") or "").strip(),
+        fix_safety=(data.get("fix_safety") or "").strip(),
+        example_before=(example.get("before") or "").rstrip("\n"),
+        example_after=(example.get("after") or "").rstrip("\n"),
+        symbols=tuple(data.get("symbols") or ()),
+        replacement=(data.get("replacement") or "").strip(),
+        extra={k: v for k, v in data.items() if k not in known},
+    )
+
+
+@functools.lru_cache(maxsize=1)
+def all_rules() -> dict[str, Rule]:
+    rules = {}
+    for path in sorted(rules_dir().glob("MIG*.yaml")):
+        rule = _load_rule(path)
+        rules[rule.code] = rule
+    return rules
+
+
+@functools.lru_cache(maxsize=1)
+def check_classes() -> dict[str, type]:
+    """Import every module of migrate.checks and index its Check subclasses by code."""
+    from migrate import checks
+    from migrate.checks.base import Check
+
+    found: dict[str, type] = {}
+    for info in pkgutil.iter_modules(checks.__path__):
+        if not info.name.startswith("mig"):
+            continue
+        module = importlib.import_module(f"migrate.checks.{info.name}")
+        for obj in vars(module).values():
+            if isinstance(obj, type) and issubclass(obj, Check) and getattr(obj, "code", None):
+                if obj.__module__ != module.__name__:
+                    continue
+                if obj.code in found:
+                    raise ValueError(f"duplicate check for {obj.code}")
+                found[obj.code] = obj
+    return found
+
+
+def select_codes(select: list[str] | None, ignore: list[str] | None) -> list[str]:
+    """Codes enabled by --select/--ignore; prefixes work like ruff's (MIG1, MIG30)."""
+    codes = sorted(all_rules())
+    if select:
+        codes = [c for c in codes if any(c.startswith(s.upper()) for s in select)]
+    if ignore:
+        codes = [c for c in codes if not any(c.startswith(s.upper()) for s in ignore)]
+    return codes
+
+
+def unknown_codes(patterns: list[str]) -> list[str]:
+    codes = all_rules()
+    return [p for p in patterns if not any(c.startswith(p.upper()) for c in codes)]

@@ -1,0 +1,69 @@
+"""What `migrate apply` prints: diffs (dry run), what was fixed, what is left and why."""
+
+from __future__ import annotations
+
+import io
+from collections import Counter
+
+from rich.console import Console
+from rich.text import Text
+
+from migrate.findings import FixKind
+
+
+def _diff_text(diff: str) -> Text:
+    text = Text()
+    for line in diff.splitlines(keepends=True):
+        style = None
+        if line.startswith(("+++", "---")):
+            style = "bold"
+        elif line.startswith("+"):
+            style = "green"
+        elif line.startswith("-"):
+            style = "red"
+        elif line.startswith("@@"):
+            style = "cyan"
+        text.append(line, style=style)
+    return text
+
+
+def render_apply(result, dry_run: bool, color: bool = False) -> str:
+    buffer = io.StringIO()
+    out = Console(
+        file=buffer,
+        force_terminal=color,
+        no_color=not color,
+        width=10_000,
+        highlight=False,
+        soft_wrap=True,
+    )
+    if dry_run:
+        for fix in result.changed:
+            out.print(_diff_text(fix.diff()), end="")
+    for err in result.errors:
+        out.print(Text(f"error: {err.path}: {err.message}", style="red"))
+    applied = result.applied
+    files = len(result.changed)
+    verb = "Would fix" if dry_run else "Fixed"
+    out.print(
+        Text(
+            f"{verb} {len(applied)} finding{'s' * (len(applied) != 1)} in {files} "
+            f"file{'s' * (files != 1)}.",
+            style="bold green" if applied else "bold",
+        )
+    )
+    by_rule = Counter(f.rule for f in applied)
+    for code, count in sorted(by_rule.items()):
+        out.print(f"  {count:>3}  {code}")
+    remaining = result.remaining
+    if remaining:
+        out.print(
+            Text(
+                f"{len(remaining)} left for review (read the rule with `migrate explain CODE`):",
+                style="bold yellow",
+            )
+        )
+        for f in remaining:
+            kind = f.fix.value if f.fix is not FixKind.AUTO else "auto, not applied"
+            out.print(f"  {f.path}:{f.line}:{f.column} {f.rule} [{kind}] {f.message}")
+    return buffer.getvalue()
