@@ -1,0 +1,186 @@
+"""Typer commands ``migrate verify`` and ``migrate convert``.
+
+Importing this module is cheap: torch and executorch are imported inside the
+command bodies only (they belong to the ``verify`` extra).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from migrate.verify.errors import INSTALL_HINT, VerifyError
+
+_DEBUG_HELP = "Show full tracebacks instead of one-line errors."
+_INPUTS_HELP = "A torch.save file holding a tuple of example values."
+_SHAPE_HELP = (
+    "Example input as a shape spec, repeatable, in argument order: DIMxDIM[:DTYPE[:LOW..HIGH]] "
+    "(1x3x224x224:float32, 2x7:int64:0..20) or int=N, float=X, bool=true."
+)
+_DYN_HELP = "A dynamic dimension INPUT:MIN:MAX (dim 0) or INPUT:DIM:MIN:MAX, repeatable."
+
+
+def _require_extra() -> None:
+    for mod in ("torch", "executorch"):
+        if importlib.util.find_spec(mod) is None:
+            typer.echo(INSTALL_HINT, err=True)
+            raise typer.Exit(2)
+
+
+def _fail(exc: VerifyError) -> typer.Exit:
+    typer.echo(f"error: {exc.stage}: {exc.message}", err=True)
+    return typer.Exit(2)
+
+
+def _console():
+    from rich.console import Console
+
+    return Console(file=sys.stdout, width=None if sys.stdout.isatty() else 200)
+
+
+def verify(
+    target: Annotated[
+        str,
+        typer.Argument(
+            help="A TorchScript archive (.pt from torch.jit.save) or package.module:callable "
+            "returning an nn.Module or (module, example_inputs).",
+            show_default=False,
+        ),
+    ],
+    inputs: Annotated[str | None, typer.Option("--inputs", "-i", help=_INPUTS_HELP)] = None,
+    input_shape: Annotated[
+        list[str] | None, typer.Option("--input-shape", help=_SHAPE_HELP)
+    ] = None,
+    dynamic_dim: Annotated[list[str] | None, typer.Option("--dynamic-dim", help=_DYN_HELP)] = None,
+    device: Annotated[
+        str, typer.Option("--device", help="auto (CPU plus the accelerator), cpu, cuda, mps, xpu.")
+    ] = "auto",
+    samples: Annotated[
+        int, typer.Option("--samples", help="Seeded random samples besides the example.")
+    ] = 3,
+    seed: Annotated[int, typer.Option("--seed", help="Seed for the random samples.")] = 0,
+    rtol: Annotated[
+        float | None, typer.Option("--rtol", help="Relative tolerance for floating outputs.")
+    ] = None,
+    atol: Annotated[
+        float | None, typer.Option("--atol", help="Absolute tolerance for floating outputs.")
+    ] = None,
+    fmt: Annotated[str, typer.Option("--format", help="text or json.")] = "text",
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Write artifacts and report.json here.")
+    ] = None,
+    candidate: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--candidate",
+            help="A .pt2 or .pte file, or package.module:callable, compared with the reference "
+            "(repeatable). When given, the default candidates are skipped unless "
+            "--default-candidates.",
+        ),
+    ] = None,
+    default_candidates: Annotated[
+        bool | None,
+        typer.Option(
+            "--default-candidates/--no-default-candidates",
+            help="Also check the exported program, the .pt2 round trip and the .pte.",
+            show_default=False,
+        ),
+    ] = None,
+    original: Annotated[
+        str | None,
+        typer.Option("--original", help="For a callable target: trace (default) or script."),
+    ] = None,
+    backend: Annotated[
+        str, typer.Option("--backend", help="ExecuTorch backend: xnnpack or portable.")
+    ] = "xnnpack",
+    bench: Annotated[
+        bool, typer.Option("--bench", help="Also report median latency per candidate and device.")
+    ] = False,
+    bench_runs: Annotated[int, typer.Option("--bench-runs", help="Timed runs for --bench.")] = 10,
+    debug: Annotated[bool, typer.Option("--debug", help=_DEBUG_HELP)] = False,
+) -> None:
+    """Check that a converted or migrated model gives the TorchScript numbers (exit 0 pass, 1
+    mismatch, 2 error)."""
+    if fmt not in ("text", "json"):
+        raise _fail(VerifyError("usage", f"--format must be text or json, not {fmt!r}"))
+    _require_extra()
+    from migrate.verify.pipeline import VerifyConfig, run_verify
+    from migrate.verify.report import render_json, render_text
+
+    cfg = VerifyConfig(
+        target=target,
+        inputs=inputs,
+        input_shapes=list(input_shape or []),
+        dynamic_dims=list(dynamic_dim or []),
+        device=device,
+        samples=samples,
+        seed=seed,
+        rtol=rtol,
+        atol=atol,
+        candidates=list(candidate or []),
+        default_candidates=default_candidates,
+        original=original,
+        backend=backend,
+        out=out,
+        bench=bench,
+        bench_runs=bench_runs,
+        debug=debug,
+    )
+    try:
+        report = run_verify(cfg)
+    except VerifyError as exc:
+        if debug:
+            raise
+        raise _fail(exc) from None
+    if fmt == "json":
+        typer.echo(render_json(report))
+    else:
+        render_text(report, _console())
+    for err in report.errors:
+        typer.echo(f"error: {err['stage']}: {err['message']}", err=True)
+    raise typer.Exit(report.exit_code)
+
+
+def convert(
+    model: Annotated[str, typer.Argument(help="A TorchScript archive (.pt from torch.jit.save).")],
+    inputs: Annotated[str | None, typer.Option("--inputs", "-i", help=_INPUTS_HELP)] = None,
+    input_shape: Annotated[
+        list[str] | None, typer.Option("--input-shape", help=_SHAPE_HELP)
+    ] = None,
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Output directory for <name>.pt2 and <name>.pte.")
+    ] = Path("."),
+    backend: Annotated[
+        str, typer.Option("--backend", help="ExecuTorch backend: xnnpack or portable (none).")
+    ] = "xnnpack",
+    dynamic_dim: Annotated[list[str] | None, typer.Option("--dynamic-dim", help=_DYN_HELP)] = None,
+    debug: Annotated[bool, typer.Option("--debug", help=_DEBUG_HELP)] = False,
+) -> None:
+    """Convert a TorchScript archive to OUT/<name>.pt2 (torch.export) and OUT/<name>.pte
+    (ExecuTorch)."""
+    _require_extra()
+    from migrate.verify.pipeline import run_convert
+
+    try:
+        res = run_convert(
+            model,
+            inputs,
+            list(input_shape or []),
+            out,
+            backend=backend,
+            dynamic_dims=list(dynamic_dim or []),
+            debug=debug,
+        )
+    except VerifyError as exc:
+        if debug:
+            raise
+        raise _fail(exc) from None
+    typer.echo(f"wrote {res.pt2}  (export path: {res.convert_path})")
+    if res.pte is not None:
+        typer.echo(f"wrote {res.pte}  (backend: {res.backend}, lowering path: {res.lower_path})")
+    for note in res.notes:
+        typer.echo(f"note: {note}")

@@ -1,0 +1,312 @@
+"""Example inputs: load an inputs file, parse shape specs, and generate seeded samples.
+
+Sample generation is a plain generator (:func:`iter_samples`) yielding
+:class:`Sample` objects, so that further strategies (e.g. a future
+``--branches`` search for samples that take each side of a data-dependent
+branch) can be chained onto it without touching the comparison code.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from migrate.verify.errors import VerifyError, describe
+
+DTYPES: dict[str, torch.dtype] = {
+    "float32": torch.float32,
+    "float": torch.float32,
+    "f32": torch.float32,
+    "float64": torch.float64,
+    "double": torch.float64,
+    "f64": torch.float64,
+    "float16": torch.float16,
+    "half": torch.float16,
+    "f16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "bf16": torch.bfloat16,
+    "int64": torch.int64,
+    "long": torch.int64,
+    "int32": torch.int32,
+    "int": torch.int32,
+    "int16": torch.int16,
+    "int8": torch.int8,
+    "uint8": torch.uint8,
+    "bool": torch.bool,
+}
+
+_SHAPE_RE = re.compile(
+    r"^(?P<shape>\d+(?:x\d+)*|scalar)"
+    r"(?::(?P<dtype>[a-z0-9]+))?"
+    r"(?::(?P<low>-?\d+(?:\.\d+)?)\.\.(?P<high>-?\d+(?:\.\d+)?))?$"
+)
+_SCALAR_RE = re.compile(r"^(?P<kind>int|float|bool)=(?P<value>.+)$")
+_DYN_RE = re.compile(r"^(?P<input>\d+):(?P<dim>\d+):(?P<min>\d+):(?P<max>\d+)$")
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """A tensor described on the command line: shape, dtype and value range for integers."""
+
+    shape: tuple[int, ...]
+    dtype: torch.dtype
+    low: float | None = None
+    high: float | None = None
+
+
+@dataclass(frozen=True)
+class DynamicDim:
+    """``--dynamic-dim INPUT:DIM:MIN:MAX``: input INPUT, dimension DIM ranges over MIN..MAX."""
+
+    input: int
+    dim: int
+    min: int
+    max: int
+
+    @property
+    def label(self) -> str:
+        return f"in{self.input}_d{self.dim}"
+
+
+@dataclass
+class Sample:
+    """One set of positional arguments plus where it came from."""
+
+    name: str
+    args: tuple[Any, ...]
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def parse_shape_spec(spec: str) -> TensorSpec | int | float | bool:
+    """Parse ``1x3x224x224:float32``, ``2x7:int64:0..20``, ``scalar:float32`` or ``int=3``.
+
+    Raises ``VerifyError("usage", ...)`` on anything malformed.
+    """
+    s = spec.strip().lower()
+    m = _SCALAR_RE.match(s)
+    if m:
+        kind, value = m["kind"], m["value"]
+        try:
+            if kind == "int":
+                return int(value)
+            if kind == "float":
+                return float(value)
+            if value in ("1", "true", "yes", "on"):
+                return True
+            if value in ("0", "false", "no", "off"):
+                return False
+        except ValueError:
+            pass
+        raise VerifyError("usage", f"malformed input spec {spec!r}: bad {kind} value {value!r}")
+    m = _SHAPE_RE.match(s)
+    if not m:
+        raise VerifyError(
+            "usage",
+            f"malformed input spec {spec!r}: expected DIMxDIM...[:DTYPE[:LOW..HIGH]] "
+            "(e.g. 1x3x224x224:float32, 2x7:int64:0..20) or int=N / float=X / bool=true",
+        )
+    shape = () if m["shape"] == "scalar" else tuple(int(d) for d in m["shape"].split("x"))
+    dtype_name = m["dtype"] or "float32"
+    if dtype_name not in DTYPES:
+        raise VerifyError(
+            "usage",
+            f"malformed input spec {spec!r}: unknown dtype {dtype_name!r} "
+            f"(known: {', '.join(sorted(set(DTYPES)))})",
+        )
+    low = float(m["low"]) if m["low"] is not None else None
+    high = float(m["high"]) if m["high"] is not None else None
+    if low is not None and high is not None and high < low:
+        raise VerifyError("usage", f"malformed input spec {spec!r}: empty range {low}..{high}")
+    return TensorSpec(shape, DTYPES[dtype_name], low, high)
+
+
+def parse_dynamic_dim(spec: str) -> DynamicDim:
+    m = _DYN_RE.match(spec.strip())
+    if not m:
+        raise VerifyError(
+            "usage",
+            f"malformed dynamic dim {spec!r}: expected INPUT:DIM:MIN:MAX (e.g. 0:0:1:64)",
+        )
+    d = DynamicDim(int(m["input"]), int(m["dim"]), int(m["min"]), int(m["max"]))
+    if d.min > d.max:
+        raise VerifyError("usage", f"malformed dynamic dim {spec!r}: min > max")
+    return d
+
+
+def parse_dynamic_dims(specs: Sequence[str]) -> list[DynamicDim]:
+    """Parse ``--dynamic-dim`` values.
+
+    Accepts ``INPUT:DIM:MIN:MAX``; the issue's short form ``INPUT:MIN:MAX``
+    (dimension 0 of INPUT) is accepted too.
+    """
+    out = []
+    for spec in specs:
+        parts = spec.strip().split(":")
+        if len(parts) == 3:
+            spec = f"{parts[0]}:0:{parts[1]}:{parts[2]}"
+        out.append(parse_dynamic_dim(spec))
+    return out
+
+
+def materialize(spec: TensorSpec | int | float | bool, gen: torch.Generator) -> Any:
+    """A concrete example value for a spec (seeded)."""
+    if not isinstance(spec, TensorSpec):
+        return spec
+    return _random_tensor(spec.shape, spec.dtype, gen, spec.low, spec.high)
+
+
+def _random_tensor(
+    shape: Sequence[int],
+    dtype: torch.dtype,
+    gen: torch.Generator,
+    low: float | None = None,
+    high: float | None = None,
+) -> torch.Tensor:
+    shape = tuple(shape)
+    if dtype == torch.bool:
+        return torch.randint(0, 2, shape, generator=gen).bool()
+    if dtype.is_floating_point or dtype.is_complex:
+        t = torch.randn(shape, generator=gen, dtype=torch.float32)
+        if low is not None and high is not None:
+            t = torch.rand(shape, generator=gen) * (high - low) + low
+        return t.to(dtype)
+    lo = int(low) if low is not None else 0
+    hi = int(high) if high is not None else 10
+    return torch.randint(lo, hi + 1, shape, generator=gen, dtype=torch.int64).to(dtype)
+
+
+def load_inputs_file(path: str | Path) -> tuple[Any, ...]:
+    """Load a ``torch.save``-d tuple (or list, or single tensor) of example values."""
+    p = Path(path)
+    if not p.exists():
+        raise VerifyError("usage", f"inputs file not found: {p}")
+    try:
+        obj = torch.load(p, map_location="cpu", weights_only=True)
+    except Exception as exc:
+        raise VerifyError(
+            "inputs",
+            f"cannot read inputs file {p} (expected torch.save of a tuple): {describe(exc)}",
+        ) from exc
+    if isinstance(obj, torch.Tensor):
+        return (obj,)
+    if isinstance(obj, list):
+        return tuple(obj)
+    if isinstance(obj, tuple):
+        return obj
+    raise VerifyError(
+        "inputs",
+        f"inputs file {p} holds a {type(obj).__name__}; expected a tuple of example values",
+    )
+
+
+def example_from_options(
+    inputs: str | None, shapes: Sequence[str], seed: int
+) -> tuple[Any, ...] | None:
+    """The example from ``--inputs`` or ``--input-shape`` (mutually exclusive), or None."""
+    if inputs and shapes:
+        raise VerifyError("usage", "give either --inputs or --input-shape, not both")
+    if inputs:
+        return load_inputs_file(inputs)
+    if shapes:
+        specs = [parse_shape_spec(s) for s in shapes]
+        gen = torch.Generator().manual_seed(seed)
+        return tuple(materialize(s, gen) for s in specs)
+    return None
+
+
+def dynamic_shapes_for(example: tuple[Any, ...], dims: Sequence[DynamicDim]) -> Any:
+    """The ``dynamic_shapes`` argument of ``torch.export.export`` for the declared dims."""
+    if not dims:
+        return None
+    from torch.export import Dim
+
+    spec: list[Any] = [None] * len(example)
+    for d in dims:
+        if d.input >= len(example):
+            raise VerifyError(
+                "usage", f"--dynamic-dim names input {d.input}, the model takes {len(example)}"
+            )
+        x = example[d.input]
+        if not isinstance(x, torch.Tensor) or d.dim >= x.dim():
+            raise VerifyError(
+                "usage",
+                f"--dynamic-dim {d.input}:{d.dim}: input {d.input} has no dimension {d.dim}",
+            )
+        if not d.min <= x.shape[d.dim] <= d.max:
+            raise VerifyError(
+                "usage",
+                f"--dynamic-dim {d.input}:{d.dim}:{d.min}:{d.max}: the example has size "
+                f"{x.shape[d.dim]} there, outside the range",
+            )
+        if spec[d.input] is None:
+            spec[d.input] = {}
+        spec[d.input][d.dim] = Dim(f"{d.label}", min=d.min, max=d.max)
+    return tuple(spec)
+
+
+def _value_range(t: torch.Tensor) -> tuple[int, int]:
+    if t.numel() == 0:
+        return 0, 1
+    return int(t.min().item()), int(t.max().item())
+
+
+def random_like(example: tuple[Any, ...], gen: torch.Generator, sizes: dict | None = None):
+    """Random values with the example's shapes and dtypes.
+
+    Floating inputs are standard normal; integer inputs stay within the
+    example's [min, max]; bools are random; Python scalars (which export
+    specialises on) are kept.  ``sizes`` maps ``(input, dim)`` to a new size.
+    """
+    out = []
+    for i, x in enumerate(example):
+        if isinstance(x, torch.Tensor):
+            shape = list(x.shape)
+            for (inp, dim), size in (sizes or {}).items():
+                if inp == i:
+                    shape[dim] = size
+            if x.dtype == torch.bool or x.dtype.is_floating_point or x.dtype.is_complex:
+                out.append(_random_tensor(shape, x.dtype, gen))
+            else:
+                lo, hi = _value_range(x)
+                out.append(_random_tensor(shape, x.dtype, gen, lo, hi))
+        else:
+            out.append(x)
+    return tuple(out)
+
+
+def iter_samples(
+    example: tuple[Any, ...],
+    n: int,
+    seed: int,
+    dynamic_dims: Sequence[DynamicDim] = (),
+) -> Iterator[Sample]:
+    """Yield the example itself, ``n`` seeded random samples of the same shapes and dtypes,
+    then, for every declared dynamic dimension, samples at its other sizes (min, middle, max)."""
+    yield Sample("example", tuple(example), {"kind": "example"})
+    gen = torch.Generator().manual_seed(seed)
+    for k in range(n):
+        yield Sample(f"random[{k}]", random_like(example, gen), {"kind": "random", "seed": seed})
+    for d in dynamic_dims:
+        current = example[d.input].shape[d.dim]
+        for size in sorted({d.min, (d.min + d.max) // 2, d.max} - {current}):
+            yield Sample(
+                f"{d.label}={size}",
+                random_like(example, gen, {(d.input, d.dim): size}),
+                {"kind": "dynamic", "input": d.input, "dim": d.dim, "size": size},
+            )
+
+
+def describe_args(args: tuple[Any, ...]) -> str:
+    parts = []
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            dt = str(a.dtype).replace("torch.", "")
+            parts.append(f"{'x'.join(map(str, a.shape)) or 'scalar'}:{dt}")
+        else:
+            parts.append(f"{type(a).__name__}={a!r}")
+    return "(" + ", ".join(parts) + ")"

@@ -1,0 +1,275 @@
+"""Runnable references and candidates per device, and first-divergence search."""
+
+from __future__ import annotations
+
+import copy
+import io
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.utils._pytree as pytree
+
+from migrate.verify.errors import VerifyError, describe, quiet
+
+Runner = Callable[[tuple[Any, ...]], Any]
+
+
+# --------------------------------------------------------------------------- devices
+
+
+def accelerator_devices() -> list[str]:
+    """The current accelerator ``torch.accelerator`` reports (one device), if any."""
+    acc = getattr(torch, "accelerator", None)
+    if acc is None or not acc.is_available():
+        return []
+    dev = acc.current_accelerator()
+    return [dev.type] if dev is not None else []
+
+
+def resolve_devices(choice: str) -> list[str]:
+    """``auto``: the CPU plus the accelerator torch reports; otherwise exactly the one asked."""
+    choice = choice.strip().lower()
+    if choice == "auto":
+        return ["cpu", *accelerator_devices()]
+    kind = choice.split(":")[0]
+    if kind not in ("cpu", "cuda", "mps", "xpu"):
+        raise VerifyError("usage", f"unknown device {choice!r} (auto, cpu, cuda, mps, xpu)")
+    if kind != "cpu":
+        avail = accelerator_devices()
+        if kind not in avail:
+            raise VerifyError(
+                "usage",
+                f"device {choice} is not available here"
+                + (f" (available: cpu, {', '.join(avail)})" if avail else " (only cpu)"),
+            )
+    return [choice]
+
+
+def is_accelerator(device: str) -> bool:
+    return not device.startswith("cpu")
+
+
+def to_device(args: Any, device: str) -> Any:
+    return pytree.tree_map(lambda x: x.to(device) if isinstance(x, torch.Tensor) else x, args)
+
+
+def synchronize(device: str) -> None:
+    if is_accelerator(device):
+        acc = getattr(torch, "accelerator", None)
+        if acc is not None and hasattr(acc, "synchronize"):
+            acc.synchronize()
+
+
+# --------------------------------------------------------------------------- runners
+
+
+def script_runner(ts: Any, device: str) -> Runner:
+    """A TorchScript module on ``device`` (reloaded there, so the original stays on the CPU)."""
+    if device == "cpu":
+        mod = ts
+    else:
+        buf = io.BytesIO()
+        torch.jit.save(ts, buf)
+        buf.seek(0)
+        mod = torch.jit.load(buf, map_location=device)
+
+    def run(args: tuple[Any, ...]) -> Any:
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return mod(*args)
+
+    return run
+
+
+def module_runner(module: Any, device: str) -> Runner:
+    mod = module if device == "cpu" else copy.deepcopy(module).to(device)
+
+    def run(args: tuple[Any, ...]) -> Any:
+        with torch.no_grad():
+            return mod(*args)
+
+    return run
+
+
+def ep_runner(ep: Any, device: str) -> Runner:
+    if device != "cpu":
+        from torch.export.passes import move_to_device_pass
+
+        ep = move_to_device_pass(ep, device)
+    gm = ep.module()
+
+    def run(args: tuple[Any, ...]) -> Any:
+        with torch.no_grad():
+            return gm(*args)
+
+    return run
+
+
+_RUNTIME: Any = None
+
+
+def _runtime() -> Any:
+    global _RUNTIME
+    if _RUNTIME is None:
+        with quiet():
+            from executorch.runtime import Runtime
+
+            _RUNTIME = Runtime.get()
+    return _RUNTIME
+
+
+def pte_runner(path: Path, debug: bool = False) -> Runner:
+    """A ``.pte`` program through ``executorch.runtime`` (CPU); returns a flat list of outputs."""
+    with quiet(debug) as log:
+        try:
+            method = _runtime().load_program(str(path)).load_method("forward")
+        except Exception as exc:
+            raise VerifyError(
+                "load", f"cannot load ExecuTorch program {path}: {describe(exc)} {log.last_line()}"
+            ) from exc
+
+    def run(args: tuple[Any, ...]) -> Any:
+        flat = pytree.tree_leaves(args)
+        flat = [x.contiguous() if isinstance(x, torch.Tensor) else x for x in flat]
+        with quiet(debug) as log:
+            try:
+                return list(method.execute(flat))
+            except Exception as exc:
+                native = log.last_line() if not debug else ""
+                raise RuntimeError(describe(exc) + (f" [{native}]" if native else "")) from exc
+
+    return run
+
+
+# --------------------------------------------------------------------------- candidates
+
+
+@dataclass
+class Candidate:
+    """Something compared with the TorchScript reference."""
+
+    name: str
+    kind: str  # exported_program | pt2 | pte | callable
+    source: str  # where it came from (path, spec, or conversion path)
+    backend: str | None = None  # ExecuTorch backend; tolerances may differ per backend
+    cpu_only: bool = False
+    make: Callable[[str], Runner] | None = None
+    ep: Any = None  # graph for first-divergence search
+    ep_source: str = ""  # "reference" when ep is the reference's own graph
+    module: Any = None
+    error: VerifyError | None = None  # a candidate that could not be built
+    notes: list[str] = field(default_factory=list)
+
+    def runner(self, device: str) -> Runner:
+        assert self.make is not None
+        return self.make(device)
+
+
+def training_modules(module: Any) -> list[str]:
+    """Names of submodules left in training mode whose behaviour depends on it."""
+    from torch import nn
+
+    sensitive = (nn.Dropout, nn.modules.batchnorm._BatchNorm, nn.AlphaDropout)
+    return [
+        name or type(m).__name__
+        for name, m in module.named_modules()
+        if m.training and isinstance(m, sensitive)
+    ]
+
+
+# --------------------------------------------------------------------------- divergence
+
+
+def _capture(ep: Any, args: tuple[Any, ...]) -> tuple[Any, dict[str, Any], dict[str, Any]]:
+    """Run ``ep.module()`` node by node; return the graph module, node values and params."""
+    gm = ep.module()
+    values: dict[str, Any] = {}
+
+    class Recorder(torch.fx.Interpreter):
+        def run_node(self, n: Any) -> Any:
+            out = super().run_node(n)
+            values[n.name] = out
+            return out
+
+    with torch.no_grad():
+        Recorder(gm).run(*pytree.tree_leaves(args))
+    params = dict(gm.named_parameters())
+    params.update(dict(gm.named_buffers()))
+    return gm, values, params
+
+
+def _module_path(node: Any) -> str:
+    stack = node.meta.get("nn_module_stack") or {}
+    if stack:
+        path = list(stack.values())[-1][0]
+        return str(path)
+    return ""
+
+
+def first_divergence(
+    ref_ep: Any, cand_ep: Any, args: tuple[Any, ...], rtol: float = 1e-4, atol: float = 1e-5
+) -> dict[str, Any] | None:
+    """The first operator of the candidate graph whose value leaves the reference graph's.
+
+    Both programs are decomposed to core ATen so that the converter's and
+    ``torch.export``'s spellings of an op agree; nodes are aligned by operator
+    and occurrence (the k-th ``aten.addmm`` with the k-th ``aten.addmm``).
+    """
+    with quiet():
+        ref_ep = ref_ep.run_decompositions()
+        cand_ep = cand_ep.run_decompositions()
+        _, rvals, rparams = _capture(ref_ep, args)
+        cgm, cvals, cparams = _capture(cand_ep, args)
+        rgm = ref_ep.module()
+    differing = []
+    for name, p in cparams.items():
+        q = rparams.get(name)
+        if q is not None and q.shape == p.shape and not torch.equal(q.detach(), p.detach()):
+            differing.append(name)
+
+    def keyed(gm: Any) -> dict[tuple[str, int], Any]:
+        seen: dict[str, int] = {}
+        out = {}
+        for n in gm.graph.nodes:
+            if n.op != "call_function":
+                continue
+            t = str(n.target)
+            k = seen.get(t, 0)
+            seen[t] = k + 1
+            out[(t, k)] = n
+        return out
+
+    ref_nodes = keyed(rgm)
+    for (target, k), node in keyed(cgm).items():
+        rnode = ref_nodes.get((target, k))
+        if rnode is None:
+            continue
+        a, b = rvals.get(rnode.name), cvals.get(node.name)
+        if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
+            continue
+        if a.shape != b.shape or not a.dtype.is_floating_point or a.dtype != b.dtype:
+            continue
+        if torch.allclose(a, b, rtol=rtol, atol=atol, equal_nan=True):
+            continue
+        return {
+            "operator": target,
+            "node": node.name,
+            "occurrence": k,
+            "module": _module_path(node),
+            "max_abs": float((a.double() - b.double()).abs().max().item()),
+            "differing_parameters": differing,
+        }
+    if differing:
+        return {
+            "operator": None,
+            "node": None,
+            "occurrence": None,
+            "module": "",
+            "max_abs": None,
+            "differing_parameters": differing,
+        }
+    return None
