@@ -519,3 +519,18 @@ def scan(paths: Iterable[str | Path], options: ScanOptions | None = None) -> Sca
 
 def rules_by_code() -> dict[str, Rule]:
     return all_rules()
+
+
+def check_source(
+    text: str, codes: Iterable[str], path: str = "example.py", options: dict | None = None
+) -> list[Finding]:
+    """Findings for one in-memory file (fixture tests, editors): same checks as a scan."""
+    checks = CheckSet(codes, options or {"cuda": "13.0"})
+    if path.endswith((".py", ".pyi")):
+        result = analyze_python(path, text, checks, module=Path(path).stem)
+    else:
+        result = analyze_text_file(path, text, checks.text_checks_for(PurePosixPath(path)))
+    if result.error:
+        raise SyntaxError(f"{path}: {result.error}")
+    _suppress(result, text, {})
+    return sorted(result.findings, key=lambda f: (f.line, f.column, f.rule))

@@ -35,6 +35,7 @@ def render_apply(result, dry_run: bool, color: bool = False) -> str:
         no_color=not color,
         width=10_000,
         highlight=False,
+        markup=False,
         soft_wrap=True,
     )
     if dry_run:

@@ -1,0 +1,102 @@
+"""Golden fixture pairs: fixtures/rules/<CODE>/<case>.before.<ext> beside .after.<ext> and
+.findings.txt. `MIGRATE_UPDATE=1 pytest` rewrites the expected files; review with git diff.
+
+A case without an .after file must stay unchanged (negatives, manual-only findings).
+Text (non-Python) cases name the file the checks see in their first segment after the case:
+`pin.before.requirements.txt` is checked as `requirements.txt`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from migrate.engine import check_source
+from migrate.fixer import fix_source, fixable
+
+ROOT = Path(__file__).resolve().parent.parent
+RULE_FIXTURES = ROOT / "fixtures" / "rules"
+UPDATE = os.environ.get("MIGRATE_UPDATE") == "1"
+
+
+@dataclass(frozen=True)
+class Case:
+    code: str
+    name: str
+    before: Path
+
+    @property
+    def checked_as(self) -> str:
+        """The file name the checks see (matters for text rules: Dockerfile, requirements.txt)."""
+        suffix = self.before.name.split(".before.", 1)[1]
+        return suffix if suffix != "py" else f"{self.name}.py"
+
+    def sibling(self, kind: str) -> Path:
+        suffix = self.before.name.split(".before.", 1)[1]
+        if kind == "findings":
+            return self.before.with_name(f"{self.name}.findings.txt")
+        return self.before.with_name(f"{self.name}.{kind}.{suffix}")
+
+    def __str__(self) -> str:
+        return f"{self.code}/{self.name}"
+
+
+def all_cases(codes_prefix: str = "MIG") -> list[Case]:
+    cases = []
+    for folder in sorted(RULE_FIXTURES.glob(f"{codes_prefix}*")):
+        for before in sorted(folder.glob("*.before.*")):
+            name = before.name.split(".before.", 1)[0]
+            cases.append(Case(folder.name, name, before))
+    return cases
+
+
+def read(path: Path) -> str:
+    with open(path, encoding="utf-8", newline="") as handle:
+        return handle.read()
+
+
+def write(path: Path, text: str) -> None:
+    with open(path, "w", encoding="utf-8", newline="") as handle:
+        handle.write(text)
+
+
+def format_findings(findings) -> str:
+    return "".join(f"{f.line}:{f.column} {f.rule} [{f.fix.value}] {f.message}\n" for f in findings)
+
+
+def run_case(case: Case) -> None:
+    source = read(case.before)
+    newline = "\r\n" if "\r\n" in source else "\n"
+
+    def analyze(text: str):
+        return check_source(text, [case.code], path=case.checked_as)
+
+    # 1-2. Findings of this code only, against the golden list.
+    findings = analyze(source)
+    got = format_findings(findings)
+    expected_path = case.sibling("findings")
+    if UPDATE:
+        write(expected_path, got)
+    assert expected_path.exists(), f"{expected_path} missing (run with MIGRATE_UPDATE=1)"
+    assert got == read(expected_path), f"findings differ for {case}"
+
+    # 3. Fixes against the golden after-file (or unchanged when there is none).
+    fixed = fix_source(case.checked_as, source, analyze, newline)
+    assert fixed.error is None, fixed.error
+    after_path = case.sibling("after")
+    if UPDATE:
+        if fixed.fixed != source:
+            write(after_path, fixed.fixed)
+        elif after_path.exists():
+            after_path.unlink()
+    if after_path.exists():
+        assert fixed.fixed == read(after_path), f"fixed output differs for {case}"
+        assert fixed.fixed != source, f"{case} has an .after file but nothing changed"
+    else:
+        assert fixed.fixed == source, f"{case} changed but has no .after file"
+
+    # 4. Idempotent: nothing fixable is left, a second run changes nothing.
+    assert not [f for f in analyze(fixed.fixed) if fixable(f)], f"{case}: fixable findings remain"
+    again = fix_source(case.checked_as, fixed.fixed, analyze, newline)
+    assert again.fixed == fixed.fixed
