@@ -80,9 +80,17 @@ IsolatedOpt = Annotated[
     bool, typer.Option("--isolated", help="Ignore pyproject.toml configuration.")
 ]
 DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks.")]
+NoCacheOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-cache", help="Do not read or write the result cache (~/.cache/torchscript-migrate)."
+    ),
+]
 
 
-def build_options(paths, select, ignore, exclude, cuda, jobs, config_file, isolated):
+def build_options(
+    paths, select, ignore, exclude, cuda, jobs, config_file, isolated, no_cache=False
+):
     from migrate.config import CUDA_TARGETS, resolve_config
     from migrate.engine import ScanOptions
     from migrate.registry import unknown_codes
@@ -106,6 +114,7 @@ def build_options(paths, select, ignore, exclude, cuda, jobs, config_file, isola
         per_file_ignores=config.per_file_ignores,
         cuda=cuda_target,
         jobs=jobs,
+        cache=not no_cache,
     )
     return options, config
 
@@ -151,6 +160,7 @@ def scan(
     jobs: JobsOpt = None,
     config_file: ConfigOpt = None,
     isolated: IsolatedOpt = False,
+    no_cache: NoCacheOpt = False,
     debug: DebugOpt = False,
 ) -> None:
     """Report every TorchScript use and CUDA 12.8 assumption under PATHS."""
@@ -159,7 +169,7 @@ def scan(
 
     with _errors(debug):
         options, config = build_options(
-            paths, select, ignore, exclude, cuda, jobs, config_file, isolated
+            paths, select, ignore, exclude, cuda, jobs, config_file, isolated, no_cache
         )
         fmt = format or config.format
         if fmt not in FORMATS:
@@ -199,6 +209,7 @@ def apply(
     jobs: JobsOpt = None,
     config_file: ConfigOpt = None,
     isolated: IsolatedOpt = False,
+    no_cache: NoCacheOpt = False,
     debug: DebugOpt = False,
 ) -> None:
     """Rewrite what can be rewritten; --dry-run shows the diff instead."""
@@ -207,7 +218,7 @@ def apply(
 
     with _errors(debug):
         options, _ = build_options(
-            paths, select, ignore, exclude, cuda, jobs, config_file, isolated
+            paths, select, ignore, exclude, cuda, jobs, config_file, isolated, no_cache
         )
         targets = list(paths)
         if out is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+import functools
 import os
 import re
 import subprocess
@@ -139,10 +140,13 @@ def discover(
 
 def read_source(path: Path) -> str:
     """Decode a source file the way Python would (PEP 263 cookie, BOM), keeping newlines."""
+    return decode_source(path.read_bytes())
+
+
+def decode_source(data: bytes) -> str:
     import io
     import tokenize
 
-    data = path.read_bytes()
     if b"\0" in data[:8192]:
         raise UnicodeDecodeError("binary", data[:1], 0, 1, "file looks binary (NUL bytes)")
     encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
@@ -152,24 +156,28 @@ def read_source(path: Path) -> str:
     return text
 
 
+@functools.lru_cache(maxsize=4096)
+def _package_prefix(directory: str) -> tuple[str, ...] | None:
+    """Dotted package chain of a folder (folders holding __init__.py), None outside one."""
+    if not os.path.exists(os.path.join(directory, "__init__.py")):
+        return None
+    real = os.path.realpath(directory)
+    parent = os.path.dirname(real)
+    outer = _package_prefix(parent) if parent != real else None
+    return (*(outer or ()), os.path.basename(real))
+
+
 def module_name(path: Path, root: Path) -> str:
     """Dotted module name: the package chain (folders with __init__.py), else relative to root."""
-    parts = [] if path.stem == "__init__" else [path.stem]
-    parent = path.parent
-    in_package = False
-    while (parent / "__init__.py").exists():
-        in_package = True
-        parts.insert(0, parent.resolve().name)
-        if parent.resolve() == parent.resolve().parent:
-            break
-        parent = parent / ".."
-    if in_package:
-        return ".".join(parts)
+    stem = path.stem
+    prefix = _package_prefix(os.path.dirname(os.path.abspath(path)))
+    if prefix is not None:
+        return ".".join(prefix if stem == "__init__" else (*prefix, stem))
     try:
         rel = path.with_suffix("").relative_to(root)
     except ValueError:
-        return path.stem
-    return ".".join(p for p in rel.parts if p != "__init__") or path.stem
+        return stem
+    return ".".join(p for p in rel.parts if p != "__init__") or stem
 
 
 def prefilter_regex(words: Iterable[str]) -> re.Pattern[str]:

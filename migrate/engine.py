@@ -17,6 +17,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from migrate.cache import ResultCache, default_cache_folder, digest
 from migrate.checks.base import (
     FileContext,
     PythonCheck,
@@ -25,7 +26,7 @@ from migrate.checks.base import (
     TextCheck,
     is_suppressed,
 )
-from migrate.discover import SourceFile, discover, module_name, read_source
+from migrate.discover import SourceFile, decode_source, discover, module_name
 from migrate.findings import FileError, Finding, ScanResult
 from migrate.pyscope import ScopeTable
 from migrate.registry import Rule, all_rules, check_classes, select_codes
@@ -49,6 +50,8 @@ class ScanOptions:
     cuda: str = "13.0"
     jobs: int | None = None
     use_git: bool = True
+    cache: bool = True
+    cache_dir: Path | None = None
 
     def codes(self) -> list[str]:
         return select_codes(self.select, self.ignore)
@@ -62,6 +65,7 @@ class FileResult:
     parsed: bool = False
     exports: dict[str, str] = field(default_factory=dict)
     repo_imports: set[str] = field(default_factory=set)
+    digest: bytes | None = None
 
 
 # --------------------------------------------------------------------------- check sets
@@ -324,9 +328,17 @@ def _suppress(result: FileResult, text: str, per_file_ignores: dict[str, list[st
 class _Job:
     path: str
     display: str
-    module: str
-    is_package: bool
+    root: str
     python: bool
+
+    @property
+    def module(self) -> str:
+        # Computed only for the files that get parsed: most never need it.
+        return module_name(Path(self.path), Path(self.root))
+
+    @property
+    def is_package(self) -> bool:
+        return os.path.basename(self.path) == "__init__.py"
 
 
 _WORKER_STATE: dict[str, object] = {}
@@ -339,13 +351,17 @@ def _worker_init(codes: list[str], options: dict, per_file_ignores: dict) -> Non
 
 def _run_job(job: _Job, exports: dict[str, str] | None = None) -> FileResult:
     try:
-        text = read_source(Path(job.path))
+        data = Path(job.path).read_bytes()
+        file_digest = digest(data)
+        text = decode_source(data)
     except UnicodeDecodeError as exc:
         reason = exc.reason if exc.encoding == "binary" else f"not valid {exc.encoding} text"
         return FileResult(job.display, error=f"cannot decode: {reason}")
     except (OSError, SyntaxError, LookupError) as exc:
         return FileResult(job.display, error=f"cannot read: {_os_reason(exc)}")
-    return analyze_loaded(job, text, exports)
+    result = analyze_loaded(job, text, exports)
+    result.digest = file_digest
+    return result
 
 
 def analyze_loaded(
@@ -397,8 +413,7 @@ class Scanner:
             python = f.is_python
             if not python and not self.checks.text_checks_for(PurePosixPath(f.display)):
                 continue
-            module = module_name(f.path, f.root) if python else ""
-            jobs.append(_Job(str(f.path), f.display, module, f.path.name == "__init__.py", python))
+            jobs.append(_Job(str(f.path), f.display, str(f.root), python))
         return jobs
 
     def _execute(self, work: list[tuple[_Job, dict[str, str] | None]]) -> list[FileResult]:
@@ -425,10 +440,25 @@ class Scanner:
         return results
 
     def scan(self, paths: Iterable[str | Path]) -> ScanResult:
+        paths = list(paths)
         files = discover(paths, self.options.exclude, self.options.use_git)
         jobs = self.jobs_for(files)
         self.jobs = {j.display: j for j in jobs}
-        results = {r.path: r for r in self._execute([(j, None) for j in jobs])}
+        cache = self._open_cache(paths)
+        results: dict[str, FileResult] = {}
+        todo = []
+        for job in jobs:
+            hit = cache.lookup(job.path) if cache else None
+            if hit is not None:
+                results[job.display] = hit
+            else:
+                todo.append((job, None))
+        for r in self._execute(todo):
+            results[r.path] = r
+            if cache:
+                cache.store(self.jobs[r.path].path, r.digest, r)
+        if cache:
+            cache.save()
         self.exports = self._resolve_reexports(jobs, results)
         out = ScanResult(files_seen=len(jobs))
         for r in results.values():
@@ -438,6 +468,14 @@ class Scanner:
             out.files_parsed += r.parsed
         out.sort()
         return out
+
+    def _open_cache(self, paths: Iterable[str | Path]) -> ResultCache | None:
+        if not self.options.cache:
+            return None
+        folder = self.options.cache_dir or default_cache_folder([str(p) for p in paths])
+        o = self.options
+        key = (tuple(self.codes), o.cuda, tuple(sorted(o.per_file_ignores.items(), key=str)))
+        return ResultCache(folder, key)
 
     def analyze(self, display: str, text: str) -> list[Finding]:
         """Findings for an in-memory version of a scanned file (apply's later rounds)."""

@@ -1,0 +1,124 @@
+"""Content-hash cache of per-file scan results, so a repeated scan of an unchanged tree is
+near-instant. Entries are keyed by path and validated by (size, mtime) first, then by a
+BLAKE2 digest of the bytes when the stat changed (a checkout that touched files)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from migrate import __version__
+
+
+def digest(data: bytes) -> bytes:
+    return hashlib.blake2b(data, digest_size=16).digest()
+
+
+@dataclass
+class Entry:
+    size: int
+    mtime_ns: int
+    digest: bytes
+    result: Any  # engine.FileResult of the first phase
+
+
+class ResultCache:
+    def __init__(self, folder: Path, key_parts: tuple) -> None:
+        rules_hash = _rules_fingerprint()
+        key = hashlib.blake2b(
+            repr((__version__, rules_hash, key_parts)).encode(), digest_size=8
+        ).hexdigest()
+        self.folder = folder
+        self.file = folder / f"scan-{key}.pickle"
+        self.entries: dict[str, Entry] = {}
+        self.dirty = False
+        try:
+            with open(self.file, "rb") as handle:
+                self.entries = pickle.load(handle)
+        except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError):
+            self.entries = {}
+
+    def lookup(self, path: str) -> Any | None:
+        entry = self.entries.get(path)
+        if entry is None:
+            return None
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        if st.st_size == entry.size and st.st_mtime_ns == entry.mtime_ns:
+            return entry.result
+        if st.st_size != entry.size:
+            return None
+        try:
+            with open(path, "rb") as handle:
+                same = digest(handle.read()) == entry.digest
+        except OSError:
+            return None
+        if same:
+            entry.mtime_ns = st.st_mtime_ns
+            self.dirty = True
+            return entry.result
+        return None
+
+    def store(self, path: str, file_digest: bytes | None, result: Any) -> None:
+        if file_digest is None:
+            return
+        try:
+            st = os.stat(path)
+        except OSError:
+            return
+        self.entries[path] = Entry(st.st_size, st.st_mtime_ns, file_digest, result)
+        self.dirty = True
+
+    def save(self) -> None:
+        if not self.dirty:
+            return
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            tag = self.folder.parent / "CACHEDIR.TAG"
+            if not tag.exists():
+                tag.write_text(
+                    "Signature: 8a477f597d28d172789f06886806bc55\n"
+                    "# This folder is a cache of torchscript-migrate.\n"
+                )
+            fd, tmp = tempfile.mkstemp(dir=self.folder, suffix=".tmp")
+            with os.fdopen(fd, "wb") as handle:
+                pickle.dump(self.entries, handle, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, self.file)
+        except OSError:
+            pass  # a read-only tree: the cache is an optimisation, never a failure
+
+
+def _rules_fingerprint() -> str:
+    from migrate.registry import rules_dir
+
+    h = hashlib.blake2b(digest_size=8)
+    for path in sorted(rules_dir().glob("*.yaml")):
+        h.update(path.name.encode())
+        h.update(path.read_bytes())
+    checks = Path(__file__).parent / "checks"
+    for path in sorted(checks.glob("*.py")):
+        st = path.stat()
+        h.update(f"{path.name}:{st.st_size}:{st.st_mtime_ns}".encode())
+    return h.hexdigest()
+
+
+def default_cache_folder(paths: list[str]) -> Path:
+    """Outside the scanned tree (so scans and dry runs leave it byte-identical): one folder
+    per scan root under $MIGRATE_CACHE_DIR, else $XDG_CACHE_HOME or ~/.cache."""
+    first = Path(paths[0]) if paths else Path(".")
+    base = (first if first.is_dir() else first.parent).resolve()
+    env = os.environ.get("MIGRATE_CACHE_DIR")
+    if env:
+        home = Path(env)
+    else:
+        xdg = os.environ.get("XDG_CACHE_HOME")
+        home = (Path(xdg) if xdg else Path.home() / ".cache") / "torchscript-migrate"
+    tag = hashlib.blake2b(str(base).encode(), digest_size=8).hexdigest()
+    return home / f"{base.name or 'root'}-{tag}"
