@@ -102,8 +102,9 @@ def _rules_fingerprint() -> str:
     for path in sorted(rules_dir().glob("*.yaml")):
         h.update(path.name.encode())
         h.update(path.read_bytes())
-    checks = Path(__file__).parent / "checks"
-    for path in sorted(checks.glob("*.py")):
+    # The code that produces results is part of the key (an editable install changes).
+    package = Path(__file__).parent
+    for path in sorted([*package.glob("*.py"), *package.glob("checks/*.py")]):
         st = path.stat()
         h.update(f"{path.name}:{st.st_size}:{st.st_mtime_ns}".encode())
     return h.hexdigest()

@@ -38,6 +38,9 @@ TORCHSCRIPT_WORDS = (
     r"optimize_for_mobile",
 )
 
+IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+[.\w]+[ \t]+import|import)[ \t]+.*$", re.M)
+WORD = re.compile(r"\w+")
+
 PARALLEL_THRESHOLD = 48  # below this many parsed files a process pool costs more than it saves
 
 
@@ -66,6 +69,7 @@ class FileResult:
     exports: dict[str, str] = field(default_factory=dict)
     repo_imports: set[str] = field(default_factory=set)
     digest: bytes | None = None
+    import_words: set[str] = field(default_factory=set)
 
 
 # --------------------------------------------------------------------------- check sets
@@ -371,7 +375,10 @@ def analyze_loaded(
     checks: CheckSet = _WORKER_STATE["checks"]  # type: ignore[assignment]
     if job.python:
         if prefilter and not exports and not checks.python_prefilter.search(text):
-            return FileResult(job.display)
+            # Not parsed; remember the words of its import lines so the re-export pass can
+            # tell, without reading the file again, whether it imports a re-exporting module.
+            words = {w for line in IMPORT_LINE.findall(text) for w in WORD.findall(line)}
+            return FileResult(job.display, import_words=words)
         result = analyze_python(job.display, text, checks, job.module, job.is_package, exports)
     else:
         text_checks = checks.text_checks_for(PurePosixPath(job.display))
@@ -495,7 +502,6 @@ class Scanner:
                 return resolved
             modules = {k.rsplit(".", 1)[0] for k in resolved}
             leaf_names = {m.rsplit(".", 1)[-1] for m in modules}
-            word = re.compile("|".join(re.escape(n) for n in sorted(leaf_names)))
             todo = []
             for display, job in by_display.items():
                 if ran_with.get(display) == len(resolved):
@@ -506,12 +512,8 @@ class Scanner:
                         continue
                 elif r is not None and r.error:
                     continue
-                else:
-                    try:
-                        if not word.search(Path(job.path).read_text("utf-8", "replace")):
-                            continue
-                    except OSError:
-                        continue
+                elif r is None or not (leaf_names & r.import_words):
+                    continue
                 todo.append((job, resolved))
                 ran_with[display] = len(resolved)
             if not todo:
