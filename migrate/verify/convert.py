@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -131,8 +132,10 @@ def lower(
     do_lower = lower_fn or _lower_once
     attempts: list[tuple[str, str]] = []
     errors: list[BaseException] = []
+    # Lowering mutates the program it is given (constants are moved into the
+    # delegate), so every attempt works on a copy and ``ep`` stays runnable.
     plans: list[tuple[str, Callable[[], Any]]] = [
-        ("direct", lambda: ep),
+        ("direct", lambda: copy.deepcopy(ep)),
         ("re-export", lambda: _reexport(ep, example, dynamic_shapes)),
         ("decomposed", lambda: _reexport(ep, example, dynamic_shapes).run_decompositions()),
     ]

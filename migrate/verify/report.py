@@ -47,7 +47,7 @@ def render_text(report: Report, console: Console) -> None:
         worst = ""
         if c.status == "error" and c.error:
             worst = f"{c.error['stage']}: {c.error['message']}"
-        elif c.worst:
+        elif c.worst and (c.status == "fail" or c.max_abs > 0):
             idx = c.worst.get("index")
             worst = f"{c.worst['leaf']}"
             if idx:
