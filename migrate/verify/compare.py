@@ -135,10 +135,11 @@ def compare_leaf(
     diff = torch.where(same_inf, torch.zeros_like(diff), diff)
     diff = torch.where(diff.isnan(), torch.full_like(diff, math.inf), diff)
     mag = rf.abs()
+    mag = torch.where(mag.isfinite(), mag, torch.zeros_like(mag))
     rel = torch.where(
         diff == 0, torch.zeros_like(diff), diff / torch.where(mag > 0, mag, torch.zeros_like(mag))
     )
-    allowed = atol + rtol * torch.where(mag.isinf(), torch.zeros_like(mag), mag)
+    allowed = atol + rtol * mag
     excess = diff - allowed
     within = bool((excess <= 0).all().item())
     # Failing: the element furthest past its tolerance; passing: the largest error.

@@ -353,7 +353,8 @@ def run_verify(cfg: VerifyConfig) -> Report:
         artifacts["inputs"] = str(out_dir / "inputs.pt")
         if target.kind == "callable":
             ref_path = out_dir / f"{target.name}.ts.pt"
-            torch.jit.save(target.reference, str(ref_path))
+            with quiet(cfg.debug):
+                torch.jit.save(target.reference, str(ref_path))
             artifacts["reference"] = str(ref_path)
 
     candidates: list[rn.Candidate] = []
