@@ -90,6 +90,12 @@ def render_text(report: Report, console: Console) -> None:
                         f"max abs {_num(d['max_abs'])}",
                         highlight=False,
                     )
+                if d.get("candidate_only_operators"):
+                    console.print(
+                        "  operators only in the candidate before it: "
+                        + ", ".join(d["candidate_only_operators"][:8]),
+                        highlight=False,
+                    )
                 if d.get("differing_parameters"):
                     console.print(
                         "  parameters that differ from the reference: "

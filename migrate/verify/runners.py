@@ -244,9 +244,13 @@ def first_divergence(
         return out
 
     ref_nodes = keyed(rgm)
+    ref_targets = {t for t, _ in ref_nodes}
+    extra: list[str] = []  # candidate-only operators met before the divergence
     for (target, k), node in keyed(cgm).items():
         rnode = ref_nodes.get((target, k))
         if rnode is None:
+            if target not in ref_targets and target not in extra and not target.startswith("<"):
+                extra.append(target)
             continue
         a, b = rvals.get(rnode.name), cvals.get(node.name)
         if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
@@ -262,6 +266,7 @@ def first_divergence(
             "module": _module_path(node),
             "max_abs": float((a.double() - b.double()).abs().max().item()),
             "differing_parameters": differing,
+            "candidate_only_operators": extra,
         }
     if differing:
         return {
@@ -271,5 +276,6 @@ def first_divergence(
             "module": "",
             "max_abs": None,
             "differing_parameters": differing,
+            "candidate_only_operators": extra,
         }
     return None
