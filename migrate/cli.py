@@ -50,9 +50,17 @@ def _progress(enabled: bool, label: str):
     if not enabled or os.environ.get("CI") or not sys.stderr.isatty():
         yield None
         return
+    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), transient=True) as progress:
+    # stderr: stdout carries the report, which may be redirected while stderr is a terminal.
+    with Progress(
+        TextColumn(label),
+        BarColumn(),
+        MofNCompleteColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    ) as progress:
         task = progress.add_task(label, total=None)
         yield lambda n: progress.advance(task, n)
 
@@ -74,7 +82,8 @@ CudaOpt = Annotated[
 ]
 JobsOpt = Annotated[int | None, typer.Option("--jobs", "-j", help="Worker processes.")]
 ConfigOpt = Annotated[
-    str | None, typer.Option("--config", help="pyproject.toml to read [tool.migrate] from.")
+    str | None,
+    typer.Option("--config", help="Read the tool.migrate table from this pyproject.toml."),
 ]
 IsolatedOpt = Annotated[
     bool, typer.Option("--isolated", help="Ignore pyproject.toml configuration.")
@@ -174,7 +183,7 @@ def scan(
         fmt = format or config.format
         if fmt not in FORMATS:
             raise ValueError(f"--format must be one of {', '.join(FORMATS)}, not {fmt}")
-        with _progress(fmt == "text", "scanning") as progress:
+        with _progress(True, "scanning") as progress:
             result = Scanner(options, progress).scan(paths)
         rendered = FORMATS[fmt](result, color=output is None and _use_color())
         if output:
@@ -256,6 +265,8 @@ def list_rules(
         typer.echo(json.dumps(doc, indent=2))
         return
     width = max(len(r.name) for r in rules)
+    if format not in ("text", "json"):
+        raise fail(f"--format must be text or json, not {format}")
     for r in rules:
         typer.echo(f"{r.code}  {r.name:<{width}}  {r.fix.value:<8}  {r.title}")
 
@@ -282,6 +293,87 @@ def _register_verify() -> None:
         return
     for name in ("verify", "convert"):
         command = getattr(verify_commands, name, None)
+@app.command()
+def report(
+    path: Annotated[str, typer.Argument(help="The repository (or folder) to plan for.")],
+    format: Annotated[str, typer.Option("--format", "-f", help="markdown | html")] = "markdown",
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write the plan to a file.")
+    ] = None,
+    select: SelectOpt = None,
+    ignore: IgnoreOpt = None,
+    exclude: ExcludeOpt = None,
+    cuda: CudaOpt = None,
+    jobs: JobsOpt = None,
+    config_file: ConfigOpt = None,
+    isolated: IsolatedOpt = False,
+    debug: DebugOpt = False,
+) -> None:
+    """A migration plan for a repository: counts, automatic fixes, review items, effort."""
+    from migrate.report.plan import RENDERERS, build_plan
+
+    with _errors(debug):
+        if format not in RENDERERS:
+            raise ValueError(f"--format must be one of {', '.join(RENDERERS)}, not {format}")
+        options, _ = build_options(
+            [path], select, ignore, exclude, cuda, jobs, config_file, isolated
+        )
+        with _progress(True, "planning") as progress:
+            plan = build_plan(path, options, progress)
+        rendered = RENDERERS[format](plan)
+        if output:
+            output.write_text(rendered, encoding="utf-8")
+            typer.echo(f"wrote {output}", err=True)
+        else:
+            sys.stdout.write(rendered)
+
+
+@app.command()
+def docs(
+    check: Annotated[
+        bool, typer.Option("--check", help="Write nothing; exit 1 when a generated file is stale.")
+    ] = False,
+    root: Annotated[
+        Path | None,
+        typer.Option("--root", help="Checkout to write docs/rules.md and README.md in."),
+    ] = None,
+) -> None:
+    """Render docs/rules.md and the README rules table from rules/*.yaml."""
+    from migrate.docs import default_root, generated_files, write_docs
+
+    files = generated_files(root or default_root())
+    stale = [f for f in files if f.stale]
+    if check:
+        for f in stale:
+            typer.echo(f"stale: {f.path} (run `migrate docs`)", err=True)
+        raise typer.Exit(EXIT_FINDINGS if stale else EXIT_CLEAN)
+    for path in write_docs(files):
+        typer.echo(f"wrote {path}")
+    if not stale:
+        typer.echo("docs are up to date")
+
+
+@app.command()
+def demo(
+    workdir: Annotated[
+        Path | None,
+        typer.Option(
+            "--dir", help="Copy the sample into this folder (default: a new temp folder)."
+        ),
+    ] = None,
+    verify: Annotated[
+        bool, typer.Option("--verify/--no-verify", help="Run `migrate verify` when installed.")
+    ] = True,
+    sample: Annotated[
+        Path | None, typer.Option("--sample", help="Another repository to run the story on.")
+    ] = None,
+) -> None:
+    """Run scan, report, apply and verify on a copy of the bundled sample repository."""
+    from migrate.demo import run_demo
+
+    raise typer.Exit(run_demo(workdir, verify=verify, echo=typer.echo, sample=sample))
+
+
         if command is not None:
             app.command(name)(command)
 

@@ -10,6 +10,16 @@ import tomllib
 
 CUDA_TARGETS = ("13.0", "13.2")
 FORMATS = ("text", "json", "sarif", "github")
+KNOWN_KEYS = (
+    "select",
+    "ignore",
+    "exclude",
+    "extend-exclude",
+    "per-file-ignores",
+    "cuda",
+    "format",
+    "verify",
+)
 VERIFY_KEYS = {"rtol": float, "atol": float, "samples": int, "seed": int, "device": str}
 
 
@@ -38,12 +48,31 @@ def find_pyproject(paths: list[str]) -> Path | None:
         candidate = folder / "pyproject.toml"
         if candidate.is_file():
             try:
-                data = tomllib.loads(candidate.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+                text = candidate.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
                 continue
-            if "migrate" in data.get("tool", {}):
+            try:
+                data = tomllib.loads(text)
+            except tomllib.TOMLDecodeError as exc:
+                # A broken file that holds our table must not be skipped silently.
+                if "tool.migrate" in text:
+                    raise ConfigError(f"{candidate}: invalid TOML: {exc}") from None
+                continue
+            tool = data.get("tool")
+            if isinstance(tool, dict) and "migrate" in tool:
                 return candidate
     return None
+
+
+def _anchor_excludes(patterns: list[str], base: Path) -> list[str]:
+    """Patterns with a folder part are relative to the pyproject's folder, like ruff's."""
+    out = []
+    for pattern in patterns:
+        if "/" in pattern.rstrip("/") and not pattern.startswith(("/", "**/", "*")):
+            out.append((base / pattern).as_posix())
+        else:
+            out.append(pattern)
+    return out
 
 
 def _str_list(where: str, key: str, value: Any) -> list[str]:
@@ -52,37 +81,60 @@ def _str_list(where: str, key: str, value: Any) -> list[str]:
     return value
 
 
+def _codes(where: str, key: str, value: Any) -> list[str]:
+    from migrate.registry import unknown_codes
+
+    codes = _str_list(where, key, value)
+    bad = unknown_codes(codes)
+    if bad:
+        raise ConfigError(f"{where}: `{key}` names unknown rule {', '.join(bad)}")
+    return codes
+
+
 def load_config(path: Path) -> Config:
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
-    table = data.get("tool", {}).get("migrate", {})
+    tool = data.get("tool", {})
+    table = tool.get("migrate", {}) if isinstance(tool, dict) else {}
     where = f"{path} [tool.migrate]"
     if not isinstance(table, dict):
         raise ConfigError(f"{where}: must be a table")
     config = Config(path=path)
     for key, value in table.items():
         if key == "select":
-            config.select = _str_list(where, key, value)
+            config.select = _codes(where, key, value)
         elif key == "ignore":
-            config.ignore = _str_list(where, key, value)
+            config.ignore = _codes(where, key, value)
         elif key in ("exclude", "extend-exclude"):
-            config.exclude.extend(_str_list(where, key, value))
+            config.exclude.extend(
+                _anchor_excludes(_str_list(where, key, value), path.resolve().parent)
+            )
         elif key == "per-file-ignores":
             if not isinstance(value, dict):
                 raise ConfigError(f"{where}: `per-file-ignores` must be a table of glob = [codes]")
             config.per_file_ignores = {
-                glob: _str_list(where, f"per-file-ignores.{glob}", codes)
+                glob: _codes(where, f"per-file-ignores.{glob}", codes)
                 for glob, codes in value.items()
             }
         elif key == "cuda":
-            if not isinstance(value, str) or value not in CUDA_TARGETS:
-                raise ConfigError(f"{where}: `cuda` must be one of {', '.join(CUDA_TARGETS)}")
+            choices = " or ".join(f'"{t}"' for t in CUDA_TARGETS)
+            if not isinstance(value, str):
+                # cuda = 13.0 parses as a float: say so rather than "must be one of 13.0".
+                raise ConfigError(
+                    f"{where}: `cuda` must be a string ({choices}), not {type(value).__name__}"
+                )
+            if value not in CUDA_TARGETS:
+                raise ConfigError(f"{where}: `cuda` must be {choices}, not {value!r}")
             config.cuda = value
         elif key == "format":
-            if value not in FORMATS:
-                raise ConfigError(f"{where}: `format` must be one of {', '.join(FORMATS)}")
+            if not isinstance(value, str) or value not in FORMATS:
+                raise ConfigError(
+                    f"{where}: `format` must be one of {', '.join(FORMATS)}, not {value!r}"
+                )
             config.format = value
         elif key == "verify":
             if not isinstance(value, dict):
@@ -97,13 +149,9 @@ def load_config(path: Path) -> Config:
                     raise ConfigError(f"{where}: `verify.{vkey}` must be a {expected.__name__}")
                 config.verify[vkey] = vvalue
         else:
-            raise ConfigError(f"{where}: unknown key `{key}`")
-    from migrate.registry import unknown_codes
-
-    for key, codes in (("select", config.select or []), ("ignore", config.ignore)):
-        bad = unknown_codes(codes)
-        if bad:
-            raise ConfigError(f"{where}: `{key}` names unknown rule {', '.join(bad)}")
+            raise ConfigError(
+                f"{where}: unknown key `{key}` (known: {', '.join(sorted(KNOWN_KEYS))})"
+            )
     return config
 
 

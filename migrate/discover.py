@@ -80,8 +80,16 @@ def is_excluded(path: Path, root: Path, patterns: Iterable[str]) -> bool:
     return False
 
 
+    absolute = None
 def _git_files(directory: Path) -> list[Path] | None:
     """Tracked and untracked-but-not-ignored files, or None outside a git work tree."""
+        if pat.startswith("/"):
+            # Anchored at a config file's folder (migrate.config): match the real path.
+            if absolute is None:
+                absolute = (Path(os.path.realpath(path.parent)) / path.name).as_posix()
+            if fnmatch.fnmatchcase(absolute, pat) or absolute.startswith(pat + "/"):
+                return True
+            continue
     try:
         proc = subprocess.run(
             ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],

@@ -1,0 +1,87 @@
+"""`migrate demo` as a new user runs it: a subprocess, on a temporary copy of a sample."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from migrate.demo import find_verify_target, sample_dir
+
+ROOT = Path(__file__).resolve().parent.parent
+PLAN_REPO = ROOT / "fixtures" / "repos" / "plan"
+
+
+def demo(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "FORCE_COLOR")}
+    return subprocess.run(
+        [sys.executable, "-m", "migrate", "demo", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+
+
+def test_demo_runs_every_step_on_a_copy(tmp_path):
+    before = {p: p.read_bytes() for p in PLAN_REPO.rglob("*") if p.is_file()}
+    work = tmp_path / "work"
+    proc = demo("--sample", str(PLAN_REPO), "--dir", str(work), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    steps = [
+        "$ migrate scan sample",
+        "$ migrate report sample --format html -o sample-plan.html",
+        "$ migrate apply --dry-run sample",
+        "$ migrate apply sample",
+    ]
+    positions = [out.index(s) for s in steps]
+    assert positions == sorted(positions)
+    assert "Found 9 findings in 5 files" in out
+    # The dry run shows the diff, then apply writes it.
+    assert "-        if torch.jit.is_scripting():" in out
+    assert "+        if torch.compiler.is_compiling():" in out
+    assert re.search(r"^Fixed \d+ findings in \d+ files\.$", out, re.M)
+    assert "(skipping `migrate verify`: no model factory" in out
+    migrated = (work / "sample" / "pkg" / "model.py").read_text()
+    assert "torch.compiler.is_compiling()" in migrated
+    assert (work / "sample-plan.html").read_text().startswith("<!DOCTYPE html>")
+    # The original is untouched.
+    assert {p: p.read_bytes() for p in PLAN_REPO.rglob("*") if p.is_file()} == before
+
+
+def test_demo_refuses_a_used_folder(tmp_path):
+    (tmp_path / "sample").mkdir()
+    proc = demo("--sample", str(PLAN_REPO), "--dir", str(tmp_path), cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "exists; pick an empty folder" in proc.stdout
+
+
+def test_find_verify_target(tmp_path):
+    assert find_verify_target(PLAN_REPO) is None
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "net.py").write_text(
+        "def helper():\n    pass\n\n\ndef build_model():\n    pass\n"
+    )
+    assert find_verify_target(tmp_path) == "pkg.net:build_model"
+
+
+def test_demo_on_the_bundled_sample(tmp_path):
+    """The README's first command: the bundled sample, with verify when torch is installed."""
+    if sample_dir() is None:
+        if os.environ.get("CI"):
+            pytest.fail("the bundled sample (fixtures/repos/sample/before) is missing")
+        pytest.skip("fixtures/repos/sample/before is not there yet")
+    proc = demo("--dir", str(tmp_path / "work"), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    out = proc.stdout
+    for step in ("$ migrate scan sample", "$ migrate apply --dry-run sample", "$ migrate apply"):
+        assert step in out
+    assert "\n+" in out and "\n-" in out  # a diff was shown
+    assert "$ migrate verify " in out or "(skipping `migrate verify`" in out

@@ -1,0 +1,144 @@
+"""The pre-commit hooks end to end: the real pre-commit installs them from a snapshot of
+this working tree (base dependencies from PyPI) and runs them in a throwaway git project."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+
+BAD = "import torch\n\n\ndef capture(model, x):\n    return torch.jit.trace(model, x)\n"
+CLEAN = "import torch\n\n\ndef run(model, x):\n    return model(x)\n"
+FIXABLE = "import torch\n\n\ndef f(x):\n    if torch.jit.is_scripting():\n        return x\n    return x + 1\n"
+
+
+def _git(*args: str, cwd: Path) -> str:
+    env = dict(
+        os.environ,
+        GIT_AUTHOR_NAME="t",
+        GIT_AUTHOR_EMAIL="t@example.invalid",
+        GIT_COMMITTER_NAME="t",
+        GIT_COMMITTER_EMAIL="t@example.invalid",
+    )
+    return subprocess.run(
+        ["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+def _snapshot(dest: Path) -> str:
+    """pre-commit clones `repo:` at `rev`: commit the current working tree to a new repo."""
+    names = _git("ls-files", "-z", "--cached", "--others", "--exclude-standard", cwd=ROOT)
+    for name in filter(None, names.split("\0")):
+        src = ROOT / name
+        if src.is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / name)
+    _git("init", "-q", cwd=dest)
+    _git("add", "-A", cwd=dest)
+    _git("commit", "-q", "-m", "snapshot", cwd=dest)
+    return _git("rev-parse", "HEAD", cwd=dest)
+
+
+def _pypi_reachable() -> bool:
+    try:
+        socket.create_connection(("pypi.org", 443), timeout=5).close()
+    except OSError:
+        return False
+    return True
+
+
+def test_hook_definitions_keep_torch_out():
+    hooks = {h["id"]: h for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())}
+    assert set(hooks) == {"migrate-scan", "migrate-fix"}
+    assert hooks["migrate-scan"]["entry"] == "migrate scan"
+    assert hooks["migrate-fix"]["entry"] == "migrate apply --allow-dirty"
+    for hook in hooks.values():
+        assert hook["language"] == "python"
+        assert "additional_dependencies" not in hook
+    import tomllib
+
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    assert not [d for d in deps if d.split(">")[0].split("=")[0].strip() in ("torch", "executorch")]
+
+
+def test_precommit_hooks_end_to_end(tmp_path):
+    if not _pypi_reachable():
+        if os.environ.get("CI"):
+            pytest.fail("PyPI is not reachable: the hook environment cannot be installed")
+        pytest.skip("PyPI is not reachable")
+    hooks_repo, project = tmp_path / "hooks", tmp_path / "project"
+    hooks_repo.mkdir()
+    project.mkdir()
+    sha = _snapshot(hooks_repo)
+    _git("init", "-q", cwd=project)
+    (project / ".pre-commit-config.yaml").write_text(
+        f"repos:\n- repo: {hooks_repo}\n  rev: {sha}\n  hooks:\n"
+        "  - id: migrate-scan\n  - id: migrate-fix\n",
+        encoding="utf-8",
+    )
+    (project / "clean.py").write_text(CLEAN, encoding="utf-8")
+    _git("add", "-A", cwd=project)
+    _git("commit", "-q", "-m", "start", cwd=project)
+    env = dict(
+        os.environ,
+        PRE_COMMIT_HOME=str(tmp_path / "pre-commit-home"),
+        PIP_DISABLE_PIP_VERSION_CHECK="1",
+        PIP_NO_INPUT="1",
+    )
+
+    def run(hook: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "pre_commit", "run", hook, "--color", "never"],
+            cwd=project,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+
+    # A clean staged file passes.
+    (project / "clean.py").write_text(CLEAN + "\nVALUE = 1\n", encoding="utf-8")
+    _git("add", "clean.py", cwd=project)
+    proc = run("migrate-scan")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Passed" in proc.stdout
+    _git("commit", "-q", "-m", "clean change", cwd=project)
+
+    # The hook env has the base dependencies and no torch.
+    site = list((tmp_path / "pre-commit-home").glob("repo*/py_env-*/lib/python*/site-packages"))
+    assert site, "pre-commit did not create a python environment"
+    installed = {p.name.split("-")[0].lower() for p in site[0].glob("*.dist-info")}
+    assert {"libcst", "typer", "rich", "pyyaml", "torchscript_migrate"} <= installed
+    assert not installed & {"torch", "executorch"}
+
+    # A staged torch.jit.trace fails, with the finding in the output.
+    (project / "bad.py").write_text(BAD, encoding="utf-8")
+    _git("add", "bad.py", cwd=project)
+    proc = run("migrate-scan")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "Failed" in proc.stdout
+    assert "bad.py" in proc.stdout
+    assert "5:12 MIG102" in proc.stdout
+
+    # The fix hook rewrites a staged file and fails because it changed it.
+    (project / "fixable.py").write_text(FIXABLE, encoding="utf-8")
+    _git("reset", "-q", "bad.py", cwd=project)
+    _git("add", "fixable.py", cwd=project)
+    proc = run("migrate-fix")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "files were modified by this hook" in proc.stdout
+    fixed = (project / "fixable.py").read_text(encoding="utf-8")
+    assert "torch.compiler.is_compiling()" in fixed
+    assert "torch.jit" not in fixed
+    # Staged again, the fixed file passes both hooks.
+    _git("add", "fixable.py", cwd=project)
+    assert run("migrate-fix").returncode == 0
+    assert run("migrate-scan").returncode == 0
