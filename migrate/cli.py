@@ -257,6 +257,8 @@ def list_rules(
 
     from migrate.registry import all_rules
 
+    if format not in ("text", "json"):
+        raise fail(f"--format must be text or json, not {format}")
     rules = all_rules().values()
     if format == "json":
         doc = [
@@ -265,8 +267,6 @@ def list_rules(
         typer.echo(json.dumps(doc, indent=2))
         return
     width = max(len(r.name) for r in rules)
-    if format not in ("text", "json"):
-        raise fail(f"--format must be text or json, not {format}")
     for r in rules:
         typer.echo(f"{r.code}  {r.name:<{width}}  {r.fix.value:<8}  {r.title}")
 
@@ -285,14 +285,6 @@ def explain(code: Annotated[str, typer.Argument(help="A rule code (MIG101) or na
     typer.echo(render_rule(rule))
 
 
-def _register_verify() -> None:
-    """verify/convert live in migrate.verify, which imports torch lazily inside the commands."""
-    try:
-        from migrate.verify import commands as verify_commands
-    except ImportError:  # pragma: no cover - the verify package is part of the wheel
-        return
-    for name in ("verify", "convert"):
-        command = getattr(verify_commands, name, None)
 @app.command()
 def report(
     path: Annotated[str, typer.Argument(help="The repository (or folder) to plan for.")],
@@ -374,6 +366,14 @@ def demo(
     raise typer.Exit(run_demo(workdir, verify=verify, echo=typer.echo, sample=sample))
 
 
+def _register_verify() -> None:
+    """verify/convert live in migrate.verify, which imports torch lazily inside the commands."""
+    try:
+        from migrate.verify import commands as verify_commands
+    except ImportError:  # pragma: no cover - the verify package is part of the wheel
+        return
+    for name in ("verify", "convert"):
+        command = getattr(verify_commands, name, None)
         if command is not None:
             app.command(name)(command)
 

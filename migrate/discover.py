@@ -67,8 +67,16 @@ def is_excluded(path: Path, root: Path, patterns: Iterable[str]) -> bool:
     except ValueError:
         rel = path.as_posix()
     parts = rel.split("/")
+    absolute = None
     for pattern in patterns:
         pat = pattern.rstrip("/")
+        if pat.startswith("/"):
+            # Anchored at a config file's folder (migrate.config): match the real path.
+            if absolute is None:
+                absolute = (Path(os.path.realpath(path.parent)) / path.name).as_posix()
+            if fnmatch.fnmatchcase(absolute, pat) or absolute.startswith(pat + "/"):
+                return True
+            continue
         if fnmatch.fnmatchcase(rel, pat) or fnmatch.fnmatchcase(path.name, pat):
             return True
         if any(fnmatch.fnmatchcase(part, pat) for part in parts[:-1]):
@@ -80,16 +88,8 @@ def is_excluded(path: Path, root: Path, patterns: Iterable[str]) -> bool:
     return False
 
 
-    absolute = None
 def _git_files(directory: Path) -> list[Path] | None:
     """Tracked and untracked-but-not-ignored files, or None outside a git work tree."""
-        if pat.startswith("/"):
-            # Anchored at a config file's folder (migrate.config): match the real path.
-            if absolute is None:
-                absolute = (Path(os.path.realpath(path.parent)) / path.name).as_posix()
-            if fnmatch.fnmatchcase(absolute, pat) or absolute.startswith(pat + "/"):
-                return True
-            continue
     try:
         proc = subprocess.run(
             ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
