@@ -373,16 +373,22 @@ def analyze_loaded(
 ) -> FileResult:
     """Analyse one file's text (already read) with the worker's checks."""
     checks: CheckSet = _WORKER_STATE["checks"]  # type: ignore[assignment]
+    text_checks = checks.text_checks_for(PurePosixPath(job.display))
+    text_checks = [c for c in text_checks if not c.prefilter or re.search(c.prefilter, text)]
     if job.python:
         if prefilter and not exports and not checks.python_prefilter.search(text):
             # Not parsed; remember the words of its import lines so the re-export pass can
             # tell, without reading the file again, whether it imports a re-exporting module.
             words = {w for line in IMPORT_LINE.findall(text) for w in WORD.findall(line)}
-            return FileResult(job.display, import_words=words)
-        result = analyze_python(job.display, text, checks, job.module, job.is_package, exports)
+            result = FileResult(job.display, import_words=words)
+        else:
+            result = analyze_python(job.display, text, checks, job.module, job.is_package, exports)
+        if text_checks and result.error is None:
+            # Text checks that also read Python files (setup.py pins, CUDA paths in strings).
+            result.findings += analyze_text_file(job.display, text, text_checks).findings
+        if not result.findings:
+            return result
     else:
-        text_checks = checks.text_checks_for(PurePosixPath(job.display))
-        text_checks = [c for c in text_checks if not c.prefilter or re.search(c.prefilter, text)]
         if not text_checks:
             return FileResult(job.display)
         result = analyze_text_file(job.display, text, text_checks)
@@ -568,6 +574,9 @@ def check_source(
     checks = CheckSet(codes, options or {"cuda": "13.0"})
     if path.endswith((".py", ".pyi")):
         result = analyze_python(path, text, checks, module=Path(path).stem)
+        if result.error is None:
+            text_checks = checks.text_checks_for(PurePosixPath(path))
+            result.findings += analyze_text_file(path, text, text_checks).findings
     else:
         result = analyze_text_file(path, text, checks.text_checks_for(PurePosixPath(path)))
     if result.error:
