@@ -160,3 +160,15 @@ def test_precision_negatives(path):
 
 def test_repo_fixture_exists():
     assert (Path(RULE_FIXTURES).parent / "repos" / "cuda_mix" / "before").is_dir()
+
+
+@pytest.mark.parametrize("case", all_cases("MIG3"), ids=str)
+def test_prefilter_lets_every_fixture_finding_through(case):
+    """The cheap prefilter must never hide a file that has findings (the scan skips it)."""
+    import re
+
+    check = check_classes()[case.code]
+    text = read(case.before)
+    if check_source(text, [case.code], path=case.checked_as):
+        words = check.prefilter if isinstance(check.prefilter, tuple) else (check.prefilter,)
+        assert any(re.search(w, text) for w in words), case

@@ -37,7 +37,7 @@ def _package(prefix: str) -> tuple[str, str] | None:
 
 class CudaLocalVersionPin(_cuda.CudaTextCheck):
     code = "MIG302"
-    prefilter = r"(?:\+|%2[Bb])cu128"
+    prefilter = r"cu128"
     kinds = _cuda.PIP_KINDS | {_cuda.PYTHON}
 
     def scan(self, ctx: FileContext, code: str, kind: str) -> None:

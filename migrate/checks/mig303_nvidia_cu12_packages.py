@@ -23,7 +23,7 @@ APT_VERSION = re.compile(
 
 class NvidiaCu12Packages(_cuda.CudaTextCheck):
     code = "MIG303"
-    prefilter = r"(?i)nvidia[-_.][\w.-]*cu12|-12-8|\+cuda12\.8"
+    prefilter = r"cu12|12-8|cuda12"
     kinds = _cuda.PIP_KINDS | {_cuda.PYTHON}
 
     def scan(self, ctx: FileContext, code: str, kind: str) -> None:

@@ -18,7 +18,7 @@ PYTORCH = re.compile(
 
 class CudaBaseImage(_cuda.CudaTextCheck):
     code = "MIG304"
-    prefilter = r"nvidia/cuda:12\.8|pytorch/pytorch:\S*cuda12\.8"
+    prefilter = r"12\.8"
     kinds = _cuda.PIP_KINDS | {_cuda.PYTHON}
 
     def scan(self, ctx: FileContext, code: str, kind: str) -> None:

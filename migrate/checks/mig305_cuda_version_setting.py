@@ -74,7 +74,7 @@ def _unquoted(m: re.Match, group: str = "val") -> tuple[int, int]:
 
 class CudaVersionSetting(_cuda.CudaTextCheck):
     code = "MIG305"
-    prefilter = r"12\.8|cu128|(?i:cuda)128"
+    prefilter = r"12\.8|cu128|cuda128|CUDA128"
     kinds = frozenset(
         {_cuda.DOCKER, _cuda.YAML, _cuda.SHELL, _cuda.MAKE, _cuda.CMAKE, _cuda.TOML, _cuda.CFG}
     )

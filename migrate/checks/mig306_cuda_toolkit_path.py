@@ -15,7 +15,7 @@ WINDOWS = re.compile(r"CUDA(?:\\\\|\\|/)+v(?P<ver>12\.8)(?![\w.]|\.\d)")
 
 class CudaToolkitPath(_cuda.CudaTextCheck):
     code = "MIG306"
-    prefilter = r"cuda-12\.8|v12\.8"
+    prefilter = r"12\.8"
     kinds = _cuda.PIP_KINDS | {_cuda.PYTHON, _cuda.CMAKE}
 
     def scan(self, ctx: FileContext, code: str, kind: str) -> None:

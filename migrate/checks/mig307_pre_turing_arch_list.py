@@ -52,7 +52,7 @@ def _pre_turing(value: str, dotted: bool) -> tuple[list[str], list[str]]:
 
 class PreTuringArchList(_cuda.CudaTextCheck):
     code = "MIG307"
-    prefilter = r"(?:sm|compute)_[5-7]|(?i:cuda_?arch)"
+    prefilter = r"sm_[5-7]|compute_[5-7]|CUDA_?ARCH|cuda_arch"
     kinds = _cuda.PIP_KINDS | {_cuda.PYTHON, _cuda.CMAKE}
 
     def _assisted(
