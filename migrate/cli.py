@@ -129,6 +129,24 @@ def build_options(
 
 
 @contextmanager
+def _debug_env(debug: bool):
+    """--debug reaches the worker processes: a check that crashes on a file raises there
+    instead of turning the file into an error record."""
+    if not debug or os.environ.get("MIGRATE_DEBUG"):
+        yield
+        return
+    os.environ["MIGRATE_DEBUG"] = "1"
+    try:
+        yield
+    finally:
+        del os.environ["MIGRATE_DEBUG"]
+
+
+def _os_reason(exc: OSError) -> str:
+    return exc.strerror.lower() if exc.strerror else str(exc)
+
+
+@contextmanager
 def _errors(debug: bool):
     from migrate.config import ConfigError
     from migrate.discover import UsageError
@@ -183,15 +201,19 @@ def scan(
         fmt = format or config.format
         if fmt not in FORMATS:
             raise ValueError(f"--format must be one of {', '.join(FORMATS)}, not {fmt}")
-        with _progress(True, "scanning") as progress:
+        with _progress(True, "scanning") as progress, _debug_env(debug):
             result = Scanner(options, progress).scan(paths)
         rendered = FORMATS[fmt](result, color=output is None and _use_color())
+        # One line per unreadable input, on stderr whatever the format.
+        for err in result.errors:
+            typer.echo(f"error: {err.path}: {err.message}", err=True)
         if output:
-            output.write_text(rendered, encoding="utf-8")
+            try:
+                output.write_text(rendered, encoding="utf-8")
+            except OSError as exc:
+                raise ValueError(f"--output {output}: {_os_reason(exc)}") from None
         else:
             sys.stdout.write(rendered)
-        for err in result.errors if fmt != "text" else ():
-            typer.echo(f"error: {err.path}: {err.message}", err=True)
     if result.errors:
         raise typer.Exit(EXIT_ERROR)
     if result.findings and not exit_zero:

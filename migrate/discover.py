@@ -61,6 +61,19 @@ def _skip_dir(name: str, full: str) -> bool:
     return os.path.exists(os.path.join(full, "pyvenv.cfg"))
 
 
+def _in_skipped_dir(base: Path, parts: Iterable[str], known: dict[str, bool]) -> bool:
+    """Whether a folder on the way from `base` down through `parts` is one to skip."""
+    folder = str(base)
+    for part in parts:
+        folder = os.path.join(folder, part)
+        skip = known.get(folder)
+        if skip is None:
+            skip = known[folder] = _skip_dir(part, folder)
+        if skip:
+            return True
+    return False
+
+
 def is_excluded(path: Path, root: Path, patterns: Iterable[str]) -> bool:
     try:
         rel = path.relative_to(root).as_posix()
@@ -129,10 +142,11 @@ def discover(
                 files = list(_walk(path))
             else:
                 # git lists files inside skipped folders too (a committed venv, say).
+                skipped: dict[str, bool] = {}
                 files = [
                     f
                     for f in files
-                    if not any(_skip_dir(p, "") for p in f.relative_to(path).parts[:-1])
+                    if not _in_skipped_dir(path, f.relative_to(path).parts[:-1], skipped)
                     and os.path.lexists(f)
                 ]
             root = path

@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import ast
 import fnmatch
+import io
 import os
 import re
+import sys
+import tokenize
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -267,30 +271,58 @@ def analyze_python(
     module: str = "",
     is_package: bool = False,
     exports: dict[str, str] | None = None,
+    script_dir: str = "",
 ) -> FileResult:
     result = FileResult(display)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # invalid escape sequences in user code
-            tree = ast.parse(text, filename=display)
-    except SyntaxError as exc:
-        result.error = _syntax_error(exc)
-        return result
-    except (ValueError, RecursionError) as exc:
-        result.error = f"cannot parse: {exc}"
-        return result
+    with _recursion_limit(DEEP_RECURSION):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # invalid escape sequences in user code
+                tree = ast.parse(text, filename=display)
+        except SyntaxError as exc:
+            result.error = _syntax_error(exc)
+            return result
+        except RecursionError:
+            result.error = "cannot parse: expressions nested too deeply"
+            return result
+        except ValueError as exc:
+            result.error = f"cannot parse: {exc}"
+            return result
+        try:
+            table = ScopeTable(tree, module, is_package, exports, script_dir)
+            exported = table.module_exports()
+            ctx = PythonContext(display, text, tree, table)
+            _Walker(ctx, checks).run()
+        except RecursionError:
+            result.error = "cannot analyse: expressions nested too deeply"
+            return result
     result.parsed = True
-    table = ScopeTable(tree, module, is_package, exports)
     result.exports = {
         name: qual
-        for name, qual in table.module_exports().items()
+        for name, qual in exported.items()
         if qual == "torch.jit" or checks.for_symbol(qual) or not qual.startswith("torch")
     }
     result.repo_imports = table.repo_imports
-    ctx = PythonContext(display, text, tree, table)
-    _Walker(ctx, checks).run()
     result.findings = ctx.findings
     return result
+
+
+# The walks recurse once or twice per nesting level; long operator chains (`a + b + ...`,
+# generated code) nest hundreds deep. Python 3.11+ frames do not use the C stack.
+DEEP_RECURSION = 20_000 if sys.version_info >= (3, 11) else 6_000
+
+
+@contextmanager
+def _recursion_limit(limit: int) -> Iterator[None]:
+    old = sys.getrecursionlimit()
+    if old >= limit:
+        yield
+        return
+    sys.setrecursionlimit(limit)
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(old)
 
 
 def analyze_text_file(display: str, text: str, checks: list[TextCheck]) -> FileResult:
@@ -302,10 +334,26 @@ def analyze_text_file(display: str, text: str, checks: list[TextCheck]) -> FileR
     return result
 
 
+def _comments(text: str, python: bool) -> dict[int, str] | list[str]:
+    """Where suppression comments can be: real comments of a Python file (a `# migrate:
+    ignore` inside a string does not count), whole lines of any other file."""
+    lines = text.splitlines()
+    if not python or "migrate:" not in text:
+        return lines
+    found: dict[int, str] = {}
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type == tokenize.COMMENT:
+                found[tok.start[0]] = tok.string
+    except (tokenize.TokenError, SyntaxError):
+        return lines
+    return found
+
+
 def _suppress(result: FileResult, text: str, per_file_ignores: dict[str, list[str]]) -> None:
     if not result.findings:
         return
-    lines = text.splitlines()
+    comments = _comments(text, result.path.endswith((".py", ".pyi")))
     ignored = [
         code
         for pattern, codes in per_file_ignores.items()
@@ -317,8 +365,11 @@ def _suppress(result: FileResult, text: str, per_file_ignores: dict[str, list[st
     for f in result.findings:
         if any(f.rule.startswith(c.upper()) for c in ignored):
             continue
-        first = lines[f.line - 1] if f.line - 1 < len(lines) else ""
-        last = lines[f.end_line - 1] if f.end_line - 1 < len(lines) else ""
+        if isinstance(comments, dict):
+            first, last = comments.get(f.line, ""), comments.get(f.end_line, "")
+        else:
+            first = comments[f.line - 1] if f.line - 1 < len(comments) else ""
+            last = comments[f.end_line - 1] if f.end_line - 1 < len(comments) else ""
         if is_suppressed(first, f.rule) or is_suppressed(last, f.rule):
             continue
         kept.append(f)
@@ -344,6 +395,13 @@ class _Job:
     def is_package(self) -> bool:
         return os.path.basename(self.path) == "__init__.py"
 
+    @property
+    def script_dir(self) -> str:
+        """Dotted folder of a module outside any package ("" in a package or at the root)."""
+        if os.path.exists(os.path.join(os.path.dirname(self.path), "__init__.py")):
+            return ""
+        return self.module.rpartition(".")[0]
+
 
 _WORKER_STATE: dict[str, object] = {}
 
@@ -363,7 +421,13 @@ def _run_job(job: _Job, exports: dict[str, str] | None = None) -> FileResult:
         return FileResult(job.display, error=f"cannot decode: {reason}")
     except (OSError, SyntaxError, LookupError) as exc:
         return FileResult(job.display, error=f"cannot read: {_os_reason(exc)}")
-    result = analyze_loaded(job, text, exports)
+    try:
+        result = analyze_loaded(job, text, exports)
+    except Exception as exc:  # a bug in a check: this file becomes an error record
+        if os.environ.get("MIGRATE_DEBUG"):
+            raise
+        message = f"internal error: {type(exc).__name__}: {exc}"
+        return FileResult(job.display, error=f"{message} (rerun with --debug for the traceback)")
     result.digest = file_digest
     return result
 
@@ -382,7 +446,9 @@ def analyze_loaded(
             words = {w for line in IMPORT_LINE.findall(text) for w in WORD.findall(line)}
             result = FileResult(job.display, import_words=words)
         else:
-            result = analyze_python(job.display, text, checks, job.module, job.is_package, exports)
+            result = analyze_python(
+                job.display, text, checks, job.module, job.is_package, exports, job.script_dir
+            )
         if text_checks and result.error is None:
             # Text checks that also read Python files (setup.py pins, CUDA paths in strings).
             result.findings += analyze_text_file(job.display, text, text_checks).findings
@@ -453,7 +519,11 @@ class Scanner:
         return results
 
     def scan(self, paths: Iterable[str | Path]) -> ScanResult:
+        # A missing path is an error record (exit 2); the other paths are still scanned.
         paths = list(paths)
+        missing = [FileError(str(p), "no such file or directory") for p in paths]
+        missing = [e for e in missing if not os.path.lexists(e.path)]
+        paths = [p for p in paths if os.path.lexists(p)]
         files = discover(paths, self.options.exclude, self.options.use_git)
         jobs = self.jobs_for(files)
         self.jobs = {j.display: j for j in jobs}
@@ -473,7 +543,7 @@ class Scanner:
         if cache:
             cache.save()
         self.exports = self._resolve_reexports(jobs, results)
-        out = ScanResult(files_seen=len(jobs))
+        out = ScanResult(files_seen=len(jobs), errors=missing)
         for r in results.values():
             out.findings.extend(r.findings)
             if r.error:

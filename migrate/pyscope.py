@@ -49,10 +49,14 @@ class ScopeTable:
         module: str = "",
         is_package: bool = False,
         exports: Mapping[str, str] | None = None,
+        script_dir: str = "",
     ) -> None:
         self.module = module
         self.is_package = is_package
         self.exports = exports or {}
+        # Dotted folder of a module outside any package (tools/export.py -> "tools"): run as
+        # a script, its folder is on sys.path, so `from compat import x` means tools/compat.py.
+        self.script_dir = script_dir
         self.scopes: dict[ast.AST, Scope] = {}
         self.scope_of_node: dict[int, Scope] = {}
         self.repo_imports: set[str] = set()  # qualnames imported from non-torch modules
@@ -179,6 +183,8 @@ class ScopeTable:
     def _note_import(self, qual: str) -> None:
         if qual.split(".")[0] not in ("torch", "executorch", "typing", "warnings"):
             self.repo_imports.add(qual)
+            if self.script_dir:
+                self.repo_imports.add(f"{self.script_dir}.{qual}")
 
     # ---- lookups --------------------------------------------------------------------
     def definition(self, name: str, scope: Scope) -> ast.AST | None:
@@ -238,6 +244,8 @@ class ScopeTable:
             parts = qual.split(".")
             for cut in range(len(parts) - 1, 0, -1):
                 head = ".".join(parts[: cut + 1])
+                if head not in self.exports and self.script_dir:
+                    head = f"{self.script_dir}.{head}"
                 if head in self.exports:
                     qual = ".".join([self.exports[head], *parts[cut + 1 :]])
                     break

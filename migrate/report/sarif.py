@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import json
+from urllib.parse import quote
 
 from migrate import __version__
 from migrate.findings import FixKind, ScanResult
 from migrate.registry import all_rules
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
+
+
+def artifact_uri(path: str) -> str:
+    """A SARIF artifactLocation.uri: relative paths percent-encoded, absolute ones file:// URIs."""
+    if path.startswith("/"):
+        return "file://" + quote(path)
+    return quote(path)
 
 
 def render(result: ScanResult, color: bool = False) -> str:
@@ -39,7 +47,7 @@ def render(result: ScanResult, color: bool = False) -> str:
                 "locations": [
                     {
                         "physicalLocation": {
-                            "artifactLocation": {"uri": f.path},
+                            "artifactLocation": {"uri": artifact_uri(f.path)},
                             "region": {
                                 "startLine": f.line,
                                 "startColumn": f.column,
@@ -56,7 +64,9 @@ def render(result: ScanResult, color: bool = False) -> str:
         {
             "level": "error",
             "message": {"text": e.message},
-            "locations": [{"physicalLocation": {"artifactLocation": {"uri": e.path}}}],
+            "locations": [
+                {"physicalLocation": {"artifactLocation": {"uri": artifact_uri(e.path)}}}
+            ],
         }
         for e in result.errors
     ]

@@ -42,11 +42,16 @@ def render(result: ScanResult, color: bool = False) -> str:
             line.append(f" {f.message}")
             out.print(line)
         out.print()
-    for e in result.errors:
-        out.print(Text(f"error: {e.path}: {e.message}", style="red"))
-    if result.errors:
-        out.print()
     render_summary(out, result, rules)
+    if result.errors:
+        # The error lines themselves go to stderr (migrate.cli), whatever the format.
+        n = len(result.errors)
+        out.print(
+            Text(
+                f"{n} file{'s' * (n != 1)} could not be analysed (see the error lines).",
+                style="bold red",
+            )
+        )
     return buffer.getvalue()
 
 
@@ -55,7 +60,9 @@ def render_summary(out: Console, result: ScanResult, rules: dict) -> None:
     if not n:
         out.print(
             Text(
-                f"No TorchScript or CUDA 12.8 findings in {result.files_seen} files.", style="green"
+                f"No TorchScript or CUDA 12.8 findings in {result.files_seen} "
+                f"file{'s' * (result.files_seen != 1)}.",
+                style="green",
             )
         )
         return
