@@ -22,7 +22,8 @@ from pathlib import Path
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
 # Top-level functions in the sample that `migrate verify` can call: they return the model
-# (or the model and its example inputs).
+# (or the model and its example inputs). A module-level `EXAMPLE_SHAPE = (2, 6)` in the sample
+# gives the example input's shape when the factory returns the model alone.
 VERIFY_FACTORIES = ("build_model", "make_model", "create_model", "get_model", "example")
 
 
@@ -55,6 +56,27 @@ def _inside_git(folder: Path) -> bool:
     except (OSError, subprocess.TimeoutExpired):
         return False
     return proc.returncode == 0
+
+
+def find_example_shape(root: Path) -> str | None:
+    """`--input-shape` from a module-level `EXAMPLE_SHAPE = (2, 6)` in the sample, if any."""
+    for path in sorted(root.rglob("*.py")):
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+        except (OSError, SyntaxError, UnicodeDecodeError):
+            continue
+        for node in tree.body:
+            if (
+                isinstance(node, ast.Assign)
+                and any(isinstance(t, ast.Name) and t.id == "EXAMPLE_SHAPE" for t in node.targets)
+                and isinstance(node.value, (ast.Tuple, ast.List))
+                and node.value.elts
+                and all(
+                    isinstance(e, ast.Constant) and type(e.value) is int for e in node.value.elts
+                )
+            ):
+                return "x".join(str(e.value) for e in node.value.elts)  # type: ignore[attr-defined]
+    return None
 
 
 def find_verify_target(root: Path) -> str | None:
@@ -170,12 +192,18 @@ def _verify_step(target: Path, echo: Callable[[str], None]) -> bool:
     if why_not:
         echo(f"\n(skipping `migrate verify`: {why_not})")
         return True
-    echo(f"\n$ migrate verify {factory}    # The migrated model gives the TorchScript numbers.")
+    args = [factory]
+    shape = find_example_shape(target)
+    if shape:
+        args += ["--input-shape", shape]
+    echo(
+        f"\n$ migrate verify {' '.join(args)}    # The migrated model gives the TorchScript numbers."
+    )
     sys.stdout.flush()
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(target), env.get("PYTHONPATH")]))
     proc = subprocess.run(
-        [sys.executable, "-m", "migrate", "verify", factory, "--samples", "1"],
+        [sys.executable, "-m", "migrate", "verify", *args],
         cwd=target,
         env=env,
     )

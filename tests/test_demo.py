@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import subprocess
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from migrate.demo import find_verify_target, sample_dir
+from migrate.demo import find_example_shape, find_verify_target, sample_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 PLAN_REPO = ROOT / "fixtures" / "repos" / "plan"
@@ -84,4 +85,15 @@ def test_demo_on_the_bundled_sample(tmp_path):
     for step in ("$ migrate scan sample", "$ migrate apply --dry-run sample", "$ migrate apply"):
         assert step in out
     assert "\n+" in out and "\n-" in out  # a diff was shown
-    assert "$ migrate verify " in out or "(skipping `migrate verify`" in out
+    if importlib.util.find_spec("torch") and importlib.util.find_spec("executorch"):
+        assert "$ migrate verify sample.model:build_model --input-shape 2x6" in out
+        assert "verdict: PASS" in out
+    else:
+        assert "(skipping `migrate verify`: torch and executorch not installed" in out
+
+
+def test_find_example_shape(tmp_path):
+    (tmp_path / "a.py").write_text("EXAMPLE_SHAPE = (2, 6)\n")
+    assert find_example_shape(tmp_path) == "2x6"
+    (tmp_path / "a.py").write_text("EXAMPLE_SHAPE = (2, n)\n")
+    assert find_example_shape(tmp_path) is None
