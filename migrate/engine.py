@@ -303,8 +303,21 @@ def analyze_python(
         if qual == "torch.jit" or checks.for_symbol(qual) or not qual.startswith("torch")
     }
     result.repo_imports = table.repo_imports
-    result.findings = ctx.findings
+    result.findings = _once(ctx.findings)
     return result
+
+
+def _once(findings: list[Finding]) -> list[Finding]:
+    """One finding per rule and span: a check that hears of a node twice (a symbol reference
+    and a node hook on the same call) still reports it once."""
+    seen: set[tuple] = set()
+    out = []
+    for f in findings:
+        key = (f.rule, f.line, f.column, f.end_line, f.end_column, f.symbol)
+        if key not in seen:
+            seen.add(key)
+            out.append(f)
+    return out
 
 
 # The walks recurse once or twice per nesting level; long operator chains (`a + b + ...`,

@@ -191,6 +191,22 @@ IMPORT_FORMS = {
             (3, "torch.jit.trace(", "MIG102", "torch.jit.trace"),
         ],
     ),
+    "methods spelled through the class, once each": (
+        """
+        import torch
+        torch.jit.ScriptModule._save_for_lite_interpreter(m, "m.ptl")
+        torch.jit.ScriptModule.save(m, "m.pt")
+        """,
+        [
+            (
+                3,
+                "torch.jit.ScriptModule._save_for_lite_interpreter(",
+                "MIG204",
+                "torch.jit.ScriptModule._save_for_lite_interpreter",
+            ),
+            (4, "torch.jit.ScriptModule.save(", "MIG201", "torch.jit.ScriptModule.save"),
+        ],
+    ),
     "try/except ImportError shim": (
         """
         try:
