@@ -152,8 +152,13 @@ def discover(
             root = path
         else:
             files, root = [path], path.parent
+        # A glob matches relative to the scanned folder, or to the current folder as typed
+        # (`--exclude src/gen` while scanning `src`, or a file named on the command line).
+        here = Path(".")
         for f in files:
-            if is_excluded(f, root, exclude):
+            if is_excluded(f, root, exclude) or (
+                exclude and root != here and is_excluded(f, here, exclude)
+            ):
                 continue
             key = os.path.normpath(f)
             seen.setdefault(key, SourceFile(Path(os.path.normpath(f)), root))

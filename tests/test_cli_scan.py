@@ -122,6 +122,22 @@ def test_exclude_globs(tree, tmp_path):
     assert paths("--exclude", "**/model.py") == [p for p in everything if p != "src/model.py"]
 
 
+def test_exclude_applies_to_named_files_and_to_paths_as_typed(tree, tmp_path):
+    # pre-commit passes file names: an --exclude that matches them must still hold, and a
+    # glob typed relative to the current folder works while scanning a subfolder.
+    def paths(*args):
+        run = invoke([*args, "-f", "json", "--no-cache"], tree, tmp_path)
+        return sorted({p for p, _, _ in rules_of(run)})
+
+    named = ["scan", "src/model.py", "src/serve.py", "gen/out_1.py"]
+    assert paths(*named) == ["gen/out_1.py", "src/model.py", "src/serve.py"]
+    assert paths(*named, "--exclude", "gen/*") == ["src/model.py", "src/serve.py"]
+    assert paths(*named, "--exclude", "src/serve.py") == ["gen/out_1.py", "src/model.py"]
+    assert paths(*named, "--exclude", "gen") == ["src/model.py", "src/serve.py"]
+    assert paths("scan", "src", "--exclude", "src/serve.py") == ["src/model.py"]
+    assert paths("scan", "src", "--exclude", "serve.py") == ["src/model.py"]
+
+
 SUPPRESS = """\
 import torch
 
