@@ -110,3 +110,19 @@ def convnet_converted(archives, invoke, tmp_path_factory):
     result = invoke("convert", path, "--inputs", inputs, "-o", out)
     assert result.exit_code == 0, result.output
     return out / "convnet_trace.pt2", out / "convnet_trace.pte", result
+
+
+@pytest.fixture(scope="session")
+def verified(archives, verify_json):
+    """Default-candidate verify reports per archive, computed once per session."""
+    cache = {}
+
+    def _get(model: str, kind: str):
+        if (model, kind) not in cache:
+            path, inputs = archives[(model, kind)]
+            cache[(model, kind)] = verify_json(
+                path, "--inputs", inputs, "--samples", "2", "--device", "cpu"
+            )
+        return cache[(model, kind)]
+
+    return _get

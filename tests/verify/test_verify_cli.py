@@ -54,9 +54,8 @@ def test_archive_converts_and_matches(archives, verify_json, model, kind):
     assert "path: direct" in report["candidates"][2]["source"]
 
 
-def test_dict_output_leaves_are_named(archives, verify_json):
-    path, inputs = archives[("dict_output", "script")]
-    code, report, _ = verify_json(path, "--inputs", inputs, "--samples", "0")
+def test_dict_output_leaves_are_named(verified):
+    code, report, _ = verified("dict_output", "script")
     assert code == 0
     pte = cells(report, candidate="pte")[0]
     assert [leaf["leaf"] for leaf in pte["leaves"]] == ["output['logits']", "output['aux']"]
@@ -219,7 +218,8 @@ def test_bench_reports_latency(archives, invoke):
     for cell in report["results"]:
         assert cell["latency_ms"] > 0 and cell["reference_latency_ms"] > 0
     text = invoke("verify", path, "--inputs", inputs, "--samples", "0", "--bench",
-                  "--bench-runs", "2")  # fmt: skip
+                  "--bench-runs", "2", "--candidate", "fixtures.models.zoo:scripted_helpers")  # fmt: skip
+    assert text.exit_code == 0, text.output
     assert "ref ms" in text.stdout and "ratio" in text.stdout
 
 
