@@ -209,3 +209,28 @@ def module_name(path: Path, root: Path) -> str:
 
 def prefilter_regex(words: Iterable[str]) -> re.Pattern[str]:
     return re.compile("|".join(sorted(set(words))))
+
+
+def import_root(path: str, module: str, is_package: bool) -> str | None:
+    """The sys.path entry from which `module` (stored at `path`) is imported."""
+    parts = module.split(".") if module else []
+    up = len(parts) if is_package else len(parts) - 1
+    folder = os.path.dirname(os.path.abspath(path))
+    for _ in range(max(up, 0)):
+        folder = os.path.dirname(folder)
+    return folder if parts else None
+
+
+def module_file(root: str, qual: str) -> tuple[str, str, bool] | None:
+    """The file under `root` that defines the longest module prefix of a dotted name:
+    (path, module, is_package), or None."""
+    parts = qual.split(".")
+    for cut in range(len(parts), 0, -1):
+        base = os.path.join(root, *parts[:cut])
+        for candidate, package in (
+            (base + ".py", False),
+            (os.path.join(base, "__init__.py"), True),
+        ):
+            if os.path.isfile(candidate):
+                return candidate, ".".join(parts[:cut]), package
+    return None

@@ -30,7 +30,15 @@ from migrate.checks.base import (
     TextCheck,
     is_suppressed,
 )
-from migrate.discover import SourceFile, decode_source, discover, module_name
+from migrate.discover import (
+    SourceFile,
+    decode_source,
+    discover,
+    import_root,
+    module_file,
+    module_name,
+    read_source,
+)
 from migrate.findings import FileError, Finding, ScanResult
 from migrate.pyscope import ScopeTable
 from migrate.registry import Rule, all_rules, check_classes, select_codes
@@ -555,7 +563,8 @@ class Scanner:
                 cache.store(self.jobs[r.path].path, r.digest, r)
         if cache:
             cache.save()
-        self.exports = self._resolve_reexports(jobs, results)
+        outside = self._outside_exports(jobs, results, paths)
+        self.exports = self._resolve_reexports(jobs, results, outside)
         out = ScanResult(files_seen=len(jobs), errors=missing)
         for r in results.values():
             out.findings.extend(r.findings)
@@ -578,15 +587,76 @@ class Scanner:
         _worker_init(self.codes, self.check_options, self.options.per_file_ignores)
         return analyze_loaded(self.jobs[display], text, self.exports or None).findings
 
+    def _outside_exports(
+        self, jobs: list[_Job], results: dict[str, FileResult], paths: list
+    ) -> list[dict[str, str]]:
+        """Export tables of repository modules that scanned files import but that lie outside
+        the scanned paths (pre-commit names single files): read, never reported, so that
+        `from .compat import script` resolves in a one-file scan as in a whole-repo scan."""
+        named = {os.path.abspath(p) for p in paths if not os.path.isdir(p)}
+        queue: list[tuple[str, str]] = []
+        for job in jobs:
+            r = results.get(job.display)
+            if not job.python or r is None or r.error:
+                continue
+            if r.parsed:
+                quals = r.repo_imports
+            elif named and r.import_words and os.path.abspath(job.path) in named:
+                quals = _repo_imports_of(job)
+            else:
+                continue
+            # Where Python would look: the package's root, a script's own folder, and the
+            # current folder (pre-commit and test runners start at the repository's top).
+            roots = {import_root(job.path, job.module, job.is_package), os.path.abspath(".")}
+            roots.add(os.path.dirname(os.path.abspath(job.path)))
+            queue.extend((root, q) for root in roots if root for q in quals)
+        tables: list[dict[str, str]] = []
+        scanned: set[str] | None = None  # built only when a module file turns up
+        probed: set[tuple[str, str]] = set()
+        tops: dict[tuple[str, str], bool] = {}  # most imports are of other packages: 1 stat
+        for _ in range(4):  # hops: compat -> utils -> model
+            next_queue = []
+            for root, qual in queue:
+                top = (root, qual.split(".")[0])
+                if top not in tops:
+                    base = os.path.join(*top)
+                    tops[top] = os.path.isfile(base + ".py") or os.path.isdir(base)
+                if not tops[top] or (root, qual) in probed:
+                    continue
+                probed.add((root, qual))
+                found = module_file(root, qual)
+                if found is None:
+                    continue
+                if scanned is None:
+                    scanned = {os.path.abspath(j.path) for j in jobs if j.python}
+                if found[0] in scanned:
+                    continue
+                path, module, package = found
+                scanned.add(path)
+                try:
+                    text = read_source(Path(path))
+                except (OSError, UnicodeDecodeError, SyntaxError, LookupError):
+                    continue
+                r = analyze_python(path, text, self.checks, module, package)
+                if r.error is None:
+                    tables.append(r.exports)
+                    here = import_root(path, module, package)
+                    next_queue.extend((here, q) for q in r.repo_imports if here)
+            queue = next_queue
+        return tables
+
     def _resolve_reexports(
-        self, jobs: list[_Job], results: dict[str, FileResult]
+        self,
+        jobs: list[_Job],
+        results: dict[str, FileResult],
+        outside: list[dict[str, str]] = (),  # type: ignore[assignment]
     ) -> dict[str, str]:
         """Second look at files importing torch names that another repo module re-exports."""
         by_display = {j.display: j for j in jobs if j.python}
         ran_with: dict[str, int] = {}
         resolved: dict[str, str] = {}
         for _ in range(5):
-            resolved = _close_exports(r.exports for r in results.values())
+            resolved = _close_exports([*(r.exports for r in results.values()), *outside])
             if not resolved:
                 return resolved
             modules = {k.rsplit(".", 1)[0] for k in resolved}
@@ -636,6 +706,15 @@ def _close_exports(tables: Iterable[dict[str, str]]) -> dict[str, str]:
         if final and final != name:
             out[name] = final
     return out
+
+
+def _repo_imports_of(job: _Job) -> set[str]:
+    """Modules of the repository a file imports (for a named file the pre-filter skipped)."""
+    try:
+        tree = ast.parse(read_source(Path(job.path)))
+    except (OSError, UnicodeDecodeError, SyntaxError, LookupError, ValueError, RecursionError):
+        return set()
+    return ScopeTable(tree, job.module, job.is_package, None, job.script_dir).repo_imports
 
 
 def _imports_module(qual: str, modules: set[str]) -> bool:

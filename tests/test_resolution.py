@@ -540,3 +540,20 @@ def test_reexports_through_the_process_pool(tmp_path):
         files[f"pkg/mod{i:02d}.py"] = f"from pkg import script\n\nnet{i} = script(build())\n"
     got = scan_tree(tmp_path, files, jobs=2)
     assert got == [(f"pkg/mod{i:02d}.py", 3, "MIG101", "torch.jit.script") for i in range(60)]
+
+
+def test_one_named_file_reads_the_modules_it_imports(tmp_path, monkeypatch):
+    # The shim and the middle module lie outside the scanned path; they are read for their
+    # exports and never reported.
+    files = {
+        **PKG,
+        "pkg/utils.py": "from .compat import script as compile_fn\n",
+        "pkg/model.py": "from .utils import compile_fn\n\nnet = compile_fn(build())\n",
+    }
+    write_tree(tmp_path, files)
+    monkeypatch.chdir(tmp_path / "pkg")  # not the repository's top: roots come from packages
+    result = Scanner(ScanOptions(cache=False, jobs=1, use_git=False)).scan(["model.py"])
+    assert result.errors == []
+    assert [(f.path, f.line, f.rule, f.symbol) for f in result.findings] == [
+        ("model.py", 3, "MIG101", "torch.jit.script")
+    ]
