@@ -164,11 +164,14 @@ def fix_imports(text: str, specs: list[str], python_file: bool = True) -> str:
     for node in tree.body if isinstance(tree, ast.Module) else []:
         for stmt in _top_level_imports(node):
             if isinstance(stmt, ast.ImportFrom) and stmt.module and not stmt.level:
-                if stmt.module in TORCHSCRIPT_MODULES or (
-                    stmt.module == "torch" and any(a.name == "jit" for a in stmt.names)
-                ):
+                whole = stmt.module in TORCHSCRIPT_MODULES
+                # `from torch import jit`, `from torch.utils import mobile_optimizer`
+                submodules = {
+                    a.name for a in stmt.names if f"{stmt.module}.{a.name}" in TORCHSCRIPT_MODULES
+                }
+                if whole or submodules:
                     for alias in stmt.names:
-                        if stmt.module == "torch" and alias.name != "jit":
+                        if not whole and alias.name not in submodules:
                             continue
                         if (alias.asname or alias.name) not in used:
                             to_remove.append((stmt.module, alias.name, alias.asname))

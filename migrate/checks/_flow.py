@@ -1,4 +1,10 @@
-"""Light data flow inside one function: where did the value bound to a name come from?"""
+"""Light data flow inside one scope: where did a name's value come from, where does it go?
+
+Deliberately conservative: a name counts as holding one value only between the statement
+that binds it and the next binding in the same block. Anything less clear (rebound on
+another path, declared global, read inside a nested function) is reported as a problem,
+and the checks leave such sites to a person.
+"""
 
 from __future__ import annotations
 
@@ -19,6 +25,9 @@ CAPTURE_CALLS = frozenset(
         "torch.utils.mobile_optimizer.optimize_for_mobile",
     }
 )
+
+_NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
 
 
 def scope_statements(scope: Scope) -> list[ast.stmt]:
@@ -68,3 +77,250 @@ def origin_call(ctx: PythonContext, name: str, scope: Scope, before_line: int) -
             break
         call = call.func.value
     return call if ctx.qualname(call.func) in CAPTURE_CALLS else None
+
+
+# --------------------------------------------------------------------------- tree helpers
+
+
+def _cache(ctx: PythonContext, key: str) -> dict:
+    return ctx.__dict__.setdefault(f"_flow_{key}", {})
+
+
+def parent(ctx: PythonContext, node: ast.AST) -> ast.AST | None:
+    parents = _cache(ctx, "parents")
+    if not parents:
+        for holder in ast.walk(ctx.tree):
+            for child in ast.iter_child_nodes(holder):
+                parents[id(child)] = holder
+    return parents.get(id(node))
+
+
+def pos(node: ast.AST) -> tuple[int, int]:
+    return node.lineno, node.col_offset  # type: ignore[attr-defined]
+
+
+def end_pos(node: ast.AST) -> tuple[int, int]:
+    return node.end_lineno, node.end_col_offset  # type: ignore[attr-defined]
+
+
+def statement_of(ctx: PythonContext, node: ast.AST) -> ast.stmt | None:
+    current: ast.AST | None = node
+    while current is not None and not isinstance(current, ast.stmt):
+        current = parent(ctx, current)
+    return current
+
+
+def block_of(ctx: PythonContext, stmt: ast.stmt) -> tuple[ast.AST, list[ast.stmt]] | None:
+    """The statement list holding `stmt`, with its owner."""
+    owner = parent(ctx, stmt)
+    if owner is None:
+        return None
+    for field in ("body", "orelse", "finalbody", "handlers"):
+        block = getattr(owner, field, None)
+        if isinstance(block, list) and any(s is stmt for s in block):
+            return owner, block
+    return None
+
+
+def scope_names(ctx: PythonContext, scope: Scope) -> list[ast.Name]:
+    """Every Name node evaluated in `scope` (nested functions, lambdas and classes excluded)."""
+    cache = _cache(ctx, "names")
+    key = id(scope.node)
+    if key not in cache:
+        cache[key] = sorted(
+            (
+                n
+                for n in ast.walk(scope.node)
+                if isinstance(n, ast.Name) and ctx.table.scope_for(n) is scope
+            ),
+            key=pos,
+        )
+    return cache[key]
+
+
+def is_free(ctx: PythonContext, name: str, scope: Scope) -> bool:
+    """No scope from here to the module binds `name` (a builtin, or nothing)."""
+    current: Scope | None = scope
+    while current is not None:
+        if (
+            name in current.locals
+            or name in current.imports
+            or name in current.defs
+            or name in current.aliases
+        ):
+            return False
+        current = current.parent
+    return True
+
+
+def inside_loop(ctx: PythonContext, node: ast.AST, scope: Scope) -> bool:
+    current = parent(ctx, node)
+    while current is not None and current is not scope.node:
+        if isinstance(current, _LOOPS):
+            return True
+        if isinstance(current, _NESTED):
+            return False
+        current = parent(ctx, current)
+    return False
+
+
+# --------------------------------------------------------------------------- where values go
+
+
+def bound_name(ctx: PythonContext, value: ast.expr) -> tuple[ast.stmt, str] | None:
+    """(`name = value` statement, name) when `value` is the whole right-hand side."""
+    holder = parent(ctx, value)
+    if (
+        isinstance(holder, ast.Assign)
+        and holder.value is value
+        and len(holder.targets) == 1
+        and isinstance(holder.targets[0], ast.Name)
+    ):
+        return holder, holder.targets[0].id
+    if (
+        isinstance(holder, ast.AnnAssign)
+        and holder.value is value
+        and isinstance(holder.target, ast.Name)
+    ):
+        return holder, holder.target.id
+    return None
+
+
+def name_uses(
+    ctx: PythonContext, stmt: ast.stmt, name: str, scope: Scope
+) -> tuple[list[ast.Name], str | None]:
+    """The reads of `name` that see the value bound by `stmt`, or why that is unclear."""
+    if name in scope.globals_:
+        return [], f"`{name}` is declared global or nonlocal"
+    if name in scope.imports or name in scope.defs:
+        return [], f"`{name}` is also imported or defined in this scope"
+    names = [n for n in scope_names(ctx, scope) if n.id == name]
+    own = _target_of(stmt)
+    block = block_of(ctx, stmt)
+    next_store: tuple[int, int] | None = None
+    for node in names:
+        if isinstance(node.ctx, ast.Load) or node is own:
+            continue
+        other = statement_of(ctx, node)
+        same_block = (
+            isinstance(other, (ast.Assign, ast.AnnAssign))
+            and block is not None
+            and any(s is other for s in block[1])
+        )
+        if not same_block:
+            return [], f"`{name}` is rebound on another path (line {node.lineno})"
+        if pos(node) > end_pos(stmt) and (next_store is None or pos(node) < next_store):
+            next_store = pos(other)  # type: ignore[arg-type]
+    uses = []
+    for node in names:
+        if not isinstance(node.ctx, ast.Load):
+            continue
+        if pos(node) < end_pos(stmt) and pos(node) >= pos(stmt):
+            continue  # the right-hand side of the binding itself
+        if pos(node) < pos(stmt):
+            if inside_loop(ctx, stmt, scope):
+                return [], f"`{name}` is read before it is bound in the loop (line {node.lineno})"
+            continue
+        if next_store is not None and pos(node) >= next_store:
+            continue
+        uses.append(node)
+    nested = _nested_read(ctx, name, scope)
+    if nested is not None:
+        return [], f"`{name}` is read inside a nested function or class (line {nested.lineno})"
+    return uses, None
+
+
+def _target_of(stmt: ast.stmt) -> ast.AST | None:
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+        return stmt.targets[0]
+    if isinstance(stmt, ast.AnnAssign):
+        return stmt.target
+    return None
+
+
+def _nested_read(ctx: PythonContext, name: str, scope: Scope) -> ast.Name | None:
+    for node in ast.walk(scope.node):
+        if not (isinstance(node, ast.Name) and node.id == name):
+            continue
+        inner = ctx.table.scope_for(node)
+        if inner is scope:
+            continue
+        current: Scope | None = inner
+        while current is not None and current is not scope:
+            if name in current.locals or name in current.imports or name in current.defs:
+                break
+            current = current.parent
+        if current is scope:
+            return node
+    return None
+
+
+def reaching_value(ctx: PythonContext, node: ast.Name) -> ast.expr | None:
+    """The right-hand side of the `name = value` statement whose value `node` reads."""
+    scope = ctx.table.scope_for(node)
+    candidates = []
+    for stmt in scope_statements(scope):
+        if pos(stmt) >= pos(node):
+            break
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+            found = bound_name(ctx, stmt.value)
+            if found and found[1] == node.id:
+                candidates.append(stmt)
+    for stmt in reversed(candidates):
+        uses, problem = name_uses(ctx, stmt, node.id, scope)
+        if problem is None and any(u is node for u in uses):
+            return stmt.value
+    return None
+
+
+def value_origin(ctx: PythonContext, expr: ast.expr) -> ast.expr | None:
+    """The expression a value was computed by: itself, or what a name was bound to."""
+    if isinstance(expr, ast.Name):
+        return reaching_value(ctx, expr)
+    return expr
+
+
+def available_at(ctx: PythonContext, expr: ast.expr, scope: Scope, stmt: ast.stmt) -> bool:
+    """Every local name in `expr` is bound only before `stmt` (so `expr` can move there)."""
+    for node in ast.walk(expr):
+        if not isinstance(node, ast.Name):
+            continue
+        if node.id not in scope.locals:
+            continue
+        stores = [
+            n
+            for n in scope_names(ctx, scope)
+            if n.id == node.id and not isinstance(n.ctx, ast.Load)
+        ]
+        if any(pos(s) >= pos(stmt) for s in stores):
+            return False
+    return True
+
+
+_PURE = (
+    ast.Name,
+    ast.Attribute,
+    ast.Constant,
+    ast.Subscript,
+    ast.Slice,
+    ast.Tuple,
+    ast.List,
+    ast.Dict,
+    ast.UnaryOp,
+    ast.BinOp,
+    ast.Load,
+    ast.operator,
+    ast.unaryop,
+    ast.keyword,
+)
+
+
+def is_pure(expr: ast.expr, allowed_call=lambda call: False) -> bool:
+    """Evaluating `expr` again has no side effects (names, attributes, literals, operators)."""
+    for node in ast.walk(expr):
+        if isinstance(node, ast.Call):
+            if not allowed_call(node):
+                return False
+        elif not isinstance(node, _PURE):
+            return False
+    return True

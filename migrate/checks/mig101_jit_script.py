@@ -5,8 +5,14 @@ from __future__ import annotations
 import ast
 
 from migrate.checks._edits import parenthesize_if_needed, remove_decorator, replace
+from migrate.checks._export_rewrite import capture_fix, result_uses
+from migrate.checks._flow import parent
 from migrate.checks.base import PythonCheck, PythonContext, Reference
 from migrate.findings import FixKind
+
+# Uses that need a TorchScript archive: a plain function has none to give.
+_ARCHIVE_METHODS = ("save", "_save_for_lite_interpreter", "_save_to_buffer_for_lite_interpreter")
+_ARCHIVE_CALLS = ("torch.jit.save", "torch.utils.mobile_optimizer.optimize_for_mobile")
 
 
 class JitScriptToExport(PythonCheck):
@@ -39,6 +45,18 @@ class JitScriptToExport(PythonCheck):
         arg = call.args[0]
         kind = self.target_kind(arg, ref, ctx)
         if kind in ("function", "class"):
+            archive = self.archive_use(ctx, call, ref)
+            if archive is not None:
+                ctx.report(
+                    self.rule,
+                    call,
+                    f"`torch.jit.script` on a {kind} whose result is saved (line {archive}): "
+                    "export needs an nn.Module; wrap it in one and export that",
+                    symbol=ref.qualname,
+                    fix=FixKind.ASSISTED,
+                    target=kind,
+                )
+                return
             ctx.report(
                 self.rule,
                 call,
@@ -61,15 +79,45 @@ class JitScriptToExport(PythonCheck):
                 return "function"
         return "module"
 
+    @staticmethod
+    def archive_use(ctx: PythonContext, call: ast.Call, ref: Reference) -> int | None:
+        """Line of a use of the scripted function that needs an archive, if any."""
+        scope = ref.scope or ctx.table.module_scope
+        uses, _ = result_uses(ctx, call, scope)
+        for use in uses:
+            holder = parent(ctx, use)
+            if isinstance(holder, ast.Attribute) and holder.attr in _ARCHIVE_METHODS:
+                return use.lineno
+            if (
+                isinstance(holder, ast.Call)
+                and holder.args
+                and holder.args[0] is use
+                and ctx.qualname(holder.func) in _ARCHIVE_CALLS
+            ):
+                return use.lineno
+        return None
+
     def report_module(
         self, ref: Reference, ctx: PythonContext, call: ast.Call, arg: ast.expr
     ) -> None:
+        fix = capture_fix(ctx, call)
+        if not fix.auto:
+            ctx.report(
+                self.rule,
+                call,
+                f"`torch.jit.script` on a module instance: {fix.problem}",
+                symbol=ref.qualname,
+                fix=FixKind.ASSISTED,
+                target="module",
+            )
+            return
         ctx.report(
             self.rule,
             call,
-            "`torch.jit.script` on a module instance: capture it with "
-            "`torch.export.export(module, example_args)`; no example inputs are visible here",
+            "`torch.jit.script` on a module instance: captured with `torch.export.export` (the "
+            f"name keeps the ExportedProgram, calls go through `.module()`){fix.suffix()}",
             symbol=ref.qualname,
-            fix=FixKind.ASSISTED,
+            edits=fix.edits,
+            imports=fix.imports,
             target="module",
         )

@@ -1,18 +1,43 @@
-"""MIG102: torch.jit.trace(m, x) -> torch.export.export(m, (x,))."""
+"""MIG102: torch.jit.trace(m, x) -> torch.export.export(m, (x,)), uses of the result kept working."""
 
 from __future__ import annotations
 
+from migrate.checks._export_rewrite import capture_fix
 from migrate.checks.base import PythonCheck, PythonContext, Reference
+from migrate.findings import FixKind
 
 
 class JitTraceToExport(PythonCheck):
     code = "MIG102"
+    verb = "torch.jit.trace"
+    why = "freezes control flow and is deprecated"
 
     def on_reference(self, ref: Reference, ctx: PythonContext) -> None:
+        if ref.role != "call" or ref.call is None:
+            ctx.report(
+                self.rule,
+                ref.node,
+                f"`{self.verb}` used indirectly; capture with `torch.export.export(module, args)`",
+                symbol=ref.qualname,
+                fix=FixKind.MANUAL,
+            )
+            return
+        fix = capture_fix(ctx, ref.call)
+        if not fix.auto:
+            ctx.report(
+                self.rule,
+                ref.call,
+                f"`{self.verb}` {self.why}; capture with `torch.export.export`, but {fix.problem}",
+                symbol=ref.qualname,
+                fix=FixKind.ASSISTED,
+            )
+            return
         ctx.report(
             self.rule,
-            ref.call or ref.node,
-            "`torch.jit.trace` freezes control flow and is deprecated; capture with "
-            "`torch.export.export(module, args)`",
+            ref.call,
+            f"`{self.verb}` {self.why}; captured with `torch.export.export` (the name keeps the "
+            f"ExportedProgram, calls go through `.module()`){fix.suffix()}",
             symbol=ref.qualname,
+            edits=fix.edits,
+            imports=fix.imports,
         )

@@ -2,17 +2,10 @@
 
 from __future__ import annotations
 
-from migrate.checks.base import PythonCheck, PythonContext, Reference
+from migrate.checks.mig102_jit_trace import JitTraceToExport
 
 
-class JitTraceModuleToExport(PythonCheck):
+class JitTraceModuleToExport(JitTraceToExport):
     code = "MIG103"
-
-    def on_reference(self, ref: Reference, ctx: PythonContext) -> None:
-        ctx.report(
-            self.rule,
-            ref.call or ref.node,
-            "`torch.jit.trace_module` is deprecated; export each traced method with "
-            "`torch.export.export`",
-            symbol=ref.qualname,
-        )
+    verb = "torch.jit.trace_module"
+    why = "is deprecated"

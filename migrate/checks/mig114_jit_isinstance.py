@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 
 from migrate.checks._edits import replace
+from migrate.checks._flow import is_free
 from migrate.checks.base import PythonCheck, PythonContext, Reference
 from migrate.findings import FixKind
 
@@ -41,8 +42,7 @@ class JitIsinstance(PythonCheck):
                 fix=FixKind.ASSISTED,
             )
             return
-        shadowed = ctx.table.binding("isinstance", ref.scope or ctx.table.module_scope)
-        if shadowed is not None:
+        if not is_free(ctx, "isinstance", ref.scope or ctx.table.module_scope):
             ctx.report(
                 self.rule,
                 call,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from migrate.checks._edits import delete_lines
-from migrate.checks.base import PythonCheck, PythonContext, Reference
+from migrate.checks.base import Edit, PythonCheck, PythonContext, Reference
 from migrate.findings import FixKind
 
 _FILTERS = ("warnings.filterwarnings", "warnings.simplefilter")
@@ -17,12 +17,19 @@ class TracerWarning(PythonCheck):
     def on_reference(self, ref: Reference, ctx: PythonContext) -> None:
         statement = self._filter_statement(ctx)
         if statement is not None:
+            holder = ctx.parents[ctx.parents.index(statement) - 1]
+            # The only statement of its block becomes `pass` (an empty block does not parse).
+            edit = (
+                delete_lines(ctx, statement)
+                if _removable(holder, statement) and _alone_on_lines(ctx, statement)
+                else Edit(*ctx.span(statement), "pass")
+            )
             ctx.report(
                 self.rule,
                 statement,
                 "filter for `torch.jit.TracerWarning` is dead once tracing is gone; remove it",
                 symbol=ref.qualname,
-                edits=[delete_lines(ctx, statement)],
+                edits=[edit],
             )
             return
         ctx.report(
@@ -41,21 +48,18 @@ class TracerWarning(PythonCheck):
             node = parents[i]
             if isinstance(node, ast.Call):
                 holder = parents[i - 1]
-                if (
-                    isinstance(holder, ast.Expr)
-                    and ctx.qualname(node.func) in _FILTERS
-                    and _alone_on_lines(ctx, holder)
-                    and _removable(parents[i - 2] if i >= 2 else None, holder)
-                ):
+                if isinstance(holder, ast.Expr) and ctx.qualname(node.func) in _FILTERS:
                     return holder
                 return None
         return None
 
 
 def _alone_on_lines(ctx: PythonContext, statement: ast.stmt) -> bool:
+    """Nothing but the statement (and a comment) on its lines: deleting them loses nothing."""
     start, end = ctx.line_span(statement)
-    text = ctx.text[start:end]
-    return text.strip().endswith(")") or text.rstrip().endswith(")") or "#" in text
+    before = ctx.text[start : ctx.start(statement)]
+    after = ctx.text[ctx.end(statement) : end].strip()
+    return not before.strip() and (not after or after.startswith("#"))
 
 
 def _removable(parent: ast.AST | None, statement: ast.stmt) -> bool:

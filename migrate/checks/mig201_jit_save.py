@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import ast
 
-from migrate.checks._flow import origin_call
+from migrate.checks import _export_rewrite as rw
 from migrate.checks.base import PythonCheck, PythonContext, Reference
+from migrate.findings import FixKind
 
 METHOD_SYMBOL = "torch.jit.ScriptModule.save"
 
@@ -15,29 +16,74 @@ class JitSaveToExportSave(PythonCheck):
     node_types = (ast.Call,)
 
     def on_reference(self, ref: Reference, ctx: PythonContext) -> None:
-        ctx.report(
-            self.rule,
-            ref.call or ref.node,
-            "`torch.jit.save` writes a TorchScript archive; save the exported program with "
-            "`torch.export.save(ep, 'model.pt2')`",
-            symbol=ref.qualname,
-        )
+        call = ref.call
+        bound = rw.bind_args(call, ("m", "f", "_extra_files")) if call is not None else None
+        if call is None or ref.role != "call" or not bound or "m" not in bound:
+            ctx.report(
+                self.rule,
+                call or ref.node,
+                "`torch.jit.save` used indirectly; save an exported program with "
+                "`torch.export.save(ep, 'model.pt2')`",
+                symbol=ref.qualname,
+                fix=FixKind.MANUAL,
+            )
+            return
+        self.report_save(ctx, call, bound["m"], "`torch.jit.save`", ref.qualname)
 
     def on_node(self, node: ast.AST, ctx: PythonContext) -> None:
         if not (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
             and node.func.attr == "save"
-            and isinstance(node.func.value, ast.Name)
         ):
             return
-        scope = ctx.table.scope_for(node)
-        if origin_call(ctx, node.func.value.id, scope, node.lineno) is None:
+        value = node.func.value
+        if not isinstance(value, (ast.Name, ast.Call)):
+            return
+        if rw.source_of(ctx, value).kind == "unknown":
+            return  # any other object's .save(): not ours
+        self.report_save(ctx, node, value, f"`{ctx.source(node.func)}()`", METHOD_SYMBOL)
+
+    def report_save(
+        self, ctx: PythonContext, call: ast.Call, value: ast.expr, what: str, symbol: str
+    ) -> None:
+        head = f"{what} writes a TorchScript archive"
+        scope = ctx.table.scope_for(call)
+        source = rw.source_of(ctx, value)
+        fix = rw.Fix()
+        if source.kind == "capture":
+            fix = rw.capture_fix(ctx, source.node)  # type: ignore[arg-type]
+            done = f"saved with `torch.export.save` together with its capture{rw.capture_line(source.node)}"
+        elif source.kind == "program":
+            done = "saved with `torch.export.save`"
+            if symbol == METHOD_SYMBOL:
+                rw._method_save(ctx, call, ctx.source(value), scope, fix)
+            else:
+                rw._jit_save_edits(ctx, call, scope, fix)
+        elif source.kind == "jit_load":
+            fix.fail(
+                "it re-saves a loaded TorchScript archive: convert the archive with "
+                "`migrate convert` or export the model again"
+            )
+        elif source.kind == "mobile":
+            fix.fail(
+                "it saves an `optimize_for_mobile` result: lower to ExecuTorch instead (MIG203)"
+            )
+        else:
+            fix.fail(
+                f"the tool cannot see that `{rw._short(ctx.source(value))}` is an exported "
+                "program here: export it (`torch.export.export(module, args)`) and save that"
+            )
+        if not fix.auto:
+            ctx.report(
+                self.rule, call, f"{head}; {fix.problem}", symbol=symbol, fix=FixKind.ASSISTED
+            )
             return
         ctx.report(
             self.rule,
-            node,
-            f"`{node.func.value.id}.save()` writes a TorchScript archive; save the exported "
-            "program with `torch.export.save(ep, 'model.pt2')`",
-            symbol=METHOD_SYMBOL,
+            call,
+            f"{head}; {done}{fix.suffix()}",
+            symbol=symbol,
+            edits=fix.edits,
+            imports=fix.imports,
         )

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import ast
 
+from migrate.checks import _export_rewrite as rw
 from migrate.checks.base import PythonCheck, PythonContext
+from migrate.checks.mig203_optimize_for_mobile import mobile_source_fix
+from migrate.findings import FixKind
 
 SYMBOL = "torch.jit.ScriptModule._save_for_lite_interpreter"
 
@@ -20,10 +23,34 @@ class SaveForLiteInterpreter(PythonCheck):
             and node.func.attr == "_save_for_lite_interpreter"
         ):
             return
+        head = "`_save_for_lite_interpreter` writes a lite-interpreter `.ptl`"
+        value = node.func.value
+        source = rw.source_of(ctx, value)
+        fix = rw.Fix()
+        together = ""
+        if source.kind == "capture":
+            fix = rw.capture_fix(ctx, source.node)  # type: ignore[arg-type]
+            together = f" together with its capture{rw.capture_line(source.node)}"
+        elif source.kind == "mobile":
+            fix, together = mobile_source_fix(ctx, source.node)  # type: ignore[arg-type]
+        elif source.kind == "program":
+            scope = ctx.table.scope_for(node)
+            rw._lite_save(ctx, node, rw.lowered(ctx, fix, ctx.source(value), scope), scope, fix)
+        else:
+            fix.fail(
+                f"the tool cannot see that `{rw._short(ctx.source(value))}` is an exported "
+                "program: export the model (`torch.export.export(module, args)`) and lower that"
+            )
+        if not fix.auto:
+            ctx.report(
+                self.rule, node, f"{head}; {fix.problem}", symbol=SYMBOL, fix=FixKind.ASSISTED
+            )
+            return
         ctx.report(
             self.rule,
             node,
-            "`_save_for_lite_interpreter` writes a lite-interpreter `.ptl`; lower to ExecuTorch "
-            "and write a `.pte`",
+            f"{head}; writes an ExecuTorch `.pte` instead{together}{fix.suffix()}",
             symbol=SYMBOL,
+            edits=fix.edits,
+            imports=fix.imports,
         )

@@ -1,18 +1,80 @@
-"""MIG205: _load_for_lite_interpreter(path) -> executorch.runtime."""
+"""MIG205: _load_for_lite_interpreter(path) -> executorch.runtime; calls of the result."""
 
 from __future__ import annotations
 
+import ast
+
+from migrate.checks import _export_rewrite as rw
+from migrate.checks._flow import reaching_value
 from migrate.checks.base import PythonCheck, PythonContext, Reference
+from migrate.findings import FixKind
+
+CALL_NOTE = (
+    "an ExecuTorch method is not callable: use `.execute((x, ...))`, which takes a sequence "
+    "of inputs and returns a list of outputs (`[0]` for a single tensor)"
+)
 
 
 class LoadForLiteInterpreter(PythonCheck):
     code = "MIG205"
+    node_types = (ast.Call,)
 
     def on_reference(self, ref: Reference, ctx: PythonContext) -> None:
+        head = "`_load_for_lite_interpreter` needs the deprecated lite interpreter"
+        call = ref.call
+        bound = rw.bind_args(call, ("f", "map_location")) if call is not None else None
+        if call is None or ref.role != "call" or not bound or "f" not in bound:
+            ctx.report(
+                self.rule,
+                call or ref.node,
+                f"{head}; load a `.pte` with "
+                '`Runtime.get().load_program(path).load_method("forward")`',
+                symbol=ref.qualname,
+                fix=FixKind.MANUAL,
+            )
+            return
+        fix = rw.Fix()
+        scope = ctx.table.scope_for(call)
+        runtime = fix.need(rw.spell_from(ctx, "executorch.runtime", "Runtime", scope))
+        path = rw.renamed_path(ctx, bound["f"], ".pte", fix)
+        if "map_location" in bound:
+            fix.note("map_location dropped (ExecuTorch runs where its delegates run)")
+        text = f'{runtime}.get().load_program({path}).load_method("forward")'
         ctx.report(
             self.rule,
-            ref.call or ref.node,
-            "`_load_for_lite_interpreter` needs the deprecated lite interpreter; load a `.pte` "
-            'with `Runtime.get().load_program(path).load_method("forward")`',
+            call,
+            f"{head}; loads the `.pte` through `executorch.runtime`{fix.suffix()}; {CALL_NOTE}",
             symbol=ref.qualname,
+            edits=[rw.Edit(*ctx.span(call), text)],
+            imports=fix.imports,
         )
+
+    def on_node(self, node: ast.AST, ctx: PythonContext) -> None:
+        """Calls of a loaded lite module / ExecuTorch method: a person adapts them."""
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+            return
+        if "_load_for_lite_interpreter" not in ctx.text and "load_method" not in ctx.text:
+            return
+        origin = reaching_value(ctx, node.func)
+        if not (isinstance(origin, ast.Call) and _is_lite_load(ctx, origin)):
+            return
+        ctx.report(
+            self.rule,
+            node,
+            f"`{node.func.id}(...)` calls a lite-interpreter / ExecuTorch module: {CALL_NOTE}",
+            symbol="torch.jit.mobile.LiteScriptModule.__call__",
+            fix=FixKind.ASSISTED,
+        )
+
+
+def _is_lite_load(ctx: PythonContext, call: ast.Call) -> bool:
+    if ctx.qualname(call.func) in rw.LITE_LOADS:
+        return True
+    func = call.func
+    return (
+        isinstance(func, ast.Attribute)
+        and func.attr == "load_method"
+        and isinstance(func.value, ast.Call)
+        and isinstance(func.value.func, ast.Attribute)
+        and func.value.func.attr == "load_program"
+    )

@@ -1,0 +1,698 @@
+"""Rewrites shared by the capture (MIG101-MIG103) and serialization (MIG201-MIG205) rules.
+
+One scheme, applied everywhere: a name bound to a capture keeps the `ExportedProgram`.
+Calls on it become `name.module()(...)`, saves pass it to `torch.export.save`, mobile
+lowering passes it to `to_edge_transform_and_lower`. A capture and every use of its result
+in the scope form one fix (a "group"): the capture rule and each use-site rule attach the
+same edits, so the fixer applies them together or not at all. A use the scheme does not
+cover (returned, stored on an attribute, passed to another function) makes the whole
+group assisted: the tool cannot know whether that code wants the program or a module.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+
+from migrate.checks._flow import (
+    available_at,
+    bound_name,
+    is_free,
+    is_pure,
+    name_uses,
+    parent,
+    statement_of,
+    value_origin,
+)
+from migrate.checks.base import Edit, PythonContext
+from migrate.pyscope import Scope
+
+JIT_CAPTURES = frozenset({"torch.jit.trace", "torch.jit.trace_module", "torch.jit.script"})
+JIT_PASSES = frozenset({"torch.jit.freeze", "torch.jit.optimize_for_inference"})
+EP_MAKERS = frozenset({"torch.export.export", "torch.export.load"})
+OPTIMIZE_FOR_MOBILE = "torch.utils.mobile_optimizer.optimize_for_mobile"
+LITE_LOADS = frozenset(
+    {"torch.jit._load_for_lite_interpreter", "torch.jit.mobile._load_for_lite_interpreter"}
+)
+
+TRACE_PARAMS = (
+    "func",
+    "example_inputs",
+    "optimize",
+    "check_trace",
+    "check_inputs",
+    "check_tolerance",
+    "strict",
+    "_force_outplace",
+    "_module_class",
+    "_compilation_unit",
+    "example_kwarg_inputs",
+    "_store_inputs",
+)
+TRACE_MODULE_PARAMS = (
+    "mod",
+    "inputs",
+    "optimize",
+    "check_trace",
+    "check_inputs",
+    "check_tolerance",
+    "strict",
+    "_force_outplace",
+    "_module_class",
+    "_compilation_unit",
+    "example_inputs_is_kwarg",
+    "_store_inputs",
+)
+# Options that only steer the TorchScript tracer: export has no counterpart (its own
+# `strict` means something else), so they are dropped and the finding says so.
+TRACE_ONLY = (
+    "optimize",
+    "check_trace",
+    "check_inputs",
+    "check_tolerance",
+    "strict",
+    "_force_outplace",
+    "_module_class",
+    "_compilation_unit",
+    "_store_inputs",
+)
+
+TENSOR_FACTORIES = frozenset(
+    f"torch.{n}"
+    for n in (
+        "randn rand randint zeros ones empty full tensor as_tensor arange linspace eye "
+        "randn_like rand_like zeros_like ones_like full_like empty_like from_numpy stack cat"
+    ).split()
+)
+TENSOR_METHODS = frozenset(
+    "to cuda cpu float half double bfloat16 long int bool unsqueeze squeeze view reshape "
+    "contiguous clone detach requires_grad_ permute transpose expand repeat flatten".split()
+)
+
+_PATH_SUFFIX = re.compile(r"\.(?P<ext>pth?|ptl)(?P<end>'''|\"\"\"|'|\")(?P<close>\s*\)?)$")
+
+
+@dataclass
+class Fix:
+    """Edits plus imports, or the reason a person is needed (then no edits are applied)."""
+
+    edits: list[Edit] = field(default_factory=list)
+    imports: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    problem: str | None = None
+
+    @property
+    def auto(self) -> bool:
+        return self.problem is None
+
+    def need(self, spelled: tuple[str, tuple[str, ...]]) -> str:
+        text, imports = spelled
+        for spec in imports:
+            if spec not in self.imports:
+                self.imports.append(spec)
+        return text
+
+    def fail(self, problem: str) -> Fix:
+        if self.problem is None:
+            self.problem = problem
+        return self
+
+    def note(self, text: str) -> None:
+        if text not in self.notes:
+            self.notes.append(text)
+
+    def suffix(self) -> str:
+        return "".join(f"; {n}" for n in self.notes)
+
+
+# --------------------------------------------------------------------------- spelling
+
+
+def spell_from(ctx: PythonContext, module: str, name: str, scope: Scope) -> tuple[str, tuple]:
+    """`name` with `from module import name` when that name is free, else `module.name`."""
+    qual = f"{module}.{name}"
+    if ctx.table.binding(name, scope) == qual:
+        return name, ()
+    if is_free(ctx, name, scope) and is_free(ctx, name, ctx.table.module_scope):
+        return name, (f"from {module} import {name}",)
+    return qual, (f"import {module}",)
+
+
+def lowered(ctx: PythonContext, fix: Fix, program: str, scope: Scope) -> str:
+    """ExecuTorch lowering of an exported program, XNNPACK-delegated."""
+    lower = fix.need(spell_from(ctx, "executorch.exir", "to_edge_transform_and_lower", scope))
+    xnnpack = fix.need(
+        spell_from(
+            ctx,
+            "executorch.backends.xnnpack.partition.xnnpack_partitioner",
+            "XnnpackPartitioner",
+            scope,
+        )
+    )
+    return f"{lower}({program}, partitioner=[{xnnpack}()]).to_executorch()"
+
+
+def write_bytes(ctx: PythonContext, fix: Fix, path: str, data: str, scope: Scope) -> str:
+    if ctx.table.binding("Path", scope) == "pathlib.Path":
+        path_cls = "Path"
+    else:
+        path_cls = fix.need(ctx.spell("pathlib.Path", scope))
+    return f"{path_cls}({path}).write_bytes({data})"
+
+
+def renamed_path(ctx: PythonContext, expr: ast.expr, new_ext: str, fix: Fix) -> str:
+    """The source of a path whose literal ending is `.pt`/`.pth`/`.ptl`, given the new one."""
+    text = ctx.source(expr)
+    literal_end = isinstance(expr, (ast.Constant, ast.JoinedStr)) or (
+        isinstance(expr, ast.BinOp)
+        and isinstance(expr.op, (ast.Div, ast.Add))
+        and isinstance(expr.right, (ast.Constant, ast.JoinedStr))
+    )
+    if isinstance(expr, ast.Call) and ctx.qualname(expr.func) == "os.path.join" and expr.args:
+        literal_end = isinstance(expr.args[-1], (ast.Constant, ast.JoinedStr)) and not (
+            expr.keywords
+        )
+    match = _PATH_SUFFIX.search(text) if literal_end else None
+    if match is None or (match.group("close") and not isinstance(expr, ast.Call)):
+        fix.note(
+            f"`{_short(text)}` is not a literal path: if it names a file, use a `{new_ext}` name"
+        )
+        return text
+    return text[: match.start()] + new_ext + match.group("end") + match.group("close")
+
+
+def _short(text: str, limit: int = 40) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# --------------------------------------------------------------------------- arguments
+
+
+def bind_args(call: ast.Call, params: tuple[str, ...]) -> dict[str, ast.expr] | None:
+    """Map a call's arguments to parameter names; None for *args/**kwargs or unknown names."""
+    bound: dict[str, ast.expr] = {}
+    for index, arg in enumerate(call.args):
+        if isinstance(arg, ast.Starred) or index >= len(params):
+            return None
+        bound[params[index]] = arg
+    for kw in call.keywords:
+        if kw.arg is None or kw.arg not in params or kw.arg in bound:
+            return None
+        bound[kw.arg] = kw.value
+    return bound
+
+
+def is_tensor_expr(ctx: PythonContext, expr: ast.expr, depth: int = 0) -> bool:
+    if depth > 4:
+        return False
+    if isinstance(expr, ast.Call):
+        if ctx.qualname(expr.func) in TENSOR_FACTORIES:
+            return True
+        func = expr.func
+        return (
+            isinstance(func, ast.Attribute)
+            and func.attr in TENSOR_METHODS
+            and is_tensor_expr(ctx, func.value, depth + 1)
+        )
+    if isinstance(expr, ast.Name):
+        origin = value_origin(ctx, expr)
+        return origin is not None and is_tensor_expr(ctx, origin, depth + 1)
+    return False
+
+
+def _tensor_factory_call(ctx: PythonContext):
+    return lambda call: ctx.qualname(call.func) in TENSOR_FACTORIES
+
+
+def tuple_display(ctx: PythonContext, items: list[ast.expr]) -> str:
+    texts = [ctx.source(e) for e in items]
+    return "(" + ", ".join(texts) + ("," if len(texts) == 1 else "") + ")"
+
+
+def example_args(ctx: PythonContext, expr: ast.expr, scope: Scope) -> str | None:
+    """torch.jit.trace's example inputs as export's `args` tuple, or None when unknowable.
+
+    Mirrors what trace does (`make_tuple`): a tensor or dict is one input, a tuple is the
+    inputs, a list is turned into a tuple.
+    """
+    if isinstance(expr, ast.Tuple) or _builtin_call(ctx, expr, "tuple", scope):
+        return ctx.source(expr)
+    if isinstance(expr, ast.List):
+        return tuple_display(ctx, expr.elts)
+    if isinstance(expr, ast.Dict) or is_tensor_expr(ctx, expr):
+        return f"({ctx.source(expr)},)"
+    if isinstance(expr, ast.Name):
+        origin = value_origin(ctx, expr)
+        if isinstance(origin, ast.Tuple) or _builtin_call(ctx, origin, "tuple", scope):
+            return expr.id
+        if isinstance(origin, ast.List):
+            if is_free(ctx, "tuple", scope):
+                return f"tuple({expr.id})"
+            return None
+        if isinstance(origin, ast.Dict):
+            return f"({expr.id},)"
+    # Unknown shape: normalize at run time, right for a tensor, a tuple and a list alike.
+    if isinstance(expr, (ast.Name, ast.Attribute, ast.Subscript)) and is_pure(expr):
+        if all(is_free(ctx, n, scope) for n in ("tuple", "list", "isinstance")):
+            src = ctx.source(expr)
+            return f"tuple({src}) if isinstance({src}, (tuple, list)) else ({src},)"
+    return None
+
+
+def _builtin_call(ctx: PythonContext, expr: ast.expr | None, name: str, scope: Scope) -> bool:
+    """`expr` is a call of the builtin `name` (not shadowed here)."""
+    return (
+        isinstance(expr, ast.Call)
+        and isinstance(expr.func, ast.Name)
+        and expr.func.id == name
+        and is_free(ctx, name, scope)
+    )
+
+
+def not_a_module(ctx: PythonContext, expr: ast.expr, scope: Scope) -> str | None:
+    """Why `expr` is known not to be an nn.Module instance (export needs one)."""
+    if isinstance(expr, ast.Lambda):
+        return "a lambda"
+    if isinstance(expr, ast.Name):
+        definition = ctx.table.definition(expr.id, scope)
+        if isinstance(definition, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return f"the function `{expr.id}`"
+        if isinstance(definition, ast.ClassDef):
+            return f"the class `{expr.id}` (not an instance)"
+    if isinstance(expr, ast.Attribute) and expr.attr == "forward":
+        return "a bound method"
+    return None
+
+
+# --------------------------------------------------------------------------- captures
+
+
+def capture_fix(ctx: PythonContext, call: ast.Call) -> Fix:
+    """The group fix for a torch.jit.trace / trace_module / script(module) call (cached)."""
+    cache = ctx.__dict__.setdefault("_capture_fixes", {})
+    if id(call) not in cache:
+        cache[id(call)] = _capture_fix(ctx, call)
+    return cache[id(call)]
+
+
+def _capture_fix(ctx: PythonContext, call: ast.Call) -> Fix:
+    fix = Fix()
+    qual = ctx.qualname(call.func)
+    scope = ctx.table.scope_for(call)
+    uses, where = result_uses(ctx, call, scope)
+    if where is not None:
+        return fix.fail(where)
+    if qual == "torch.jit.trace":
+        export = _trace_export(ctx, call, scope, fix)
+    elif qual == "torch.jit.trace_module":
+        export = _trace_module_export(ctx, call, scope, fix)
+    elif qual == "torch.jit.script":
+        export = _script_export(ctx, call, scope, uses, fix)
+    else:
+        return fix.fail(f"`{qual}` is not a capture")
+    if export is None:
+        return fix
+    absorbed = False
+    for use in uses:
+        replaced = program_use(ctx, use, call, export, scope, fix)
+        absorbed |= replaced and use is call
+        if not fix.auto:
+            return fix
+    if not absorbed:
+        fix.edits.append(Edit(*ctx.span(call), export))
+    return fix
+
+
+def result_uses(
+    ctx: PythonContext, value: ast.expr, scope: Scope
+) -> tuple[list[ast.expr], str | None]:
+    """The expressions that read a value: the reads of the name it is bound to, the value
+    itself when used in place, nothing when discarded."""
+    holder = parent(ctx, value)
+    if isinstance(holder, ast.Expr):
+        return [], None
+    bound = bound_name(ctx, value)
+    if bound is not None:
+        stmt, name = bound
+        uses, problem = name_uses(ctx, stmt, name, scope)
+        return list(uses), problem
+    if isinstance(holder, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        return [], "its result is stored in an attribute or unpacked; the tool cannot follow it"
+    return [value], None
+
+
+def _export_call(ctx, fix, scope, module: ast.expr, args: str, kwargs: str | None) -> str:
+    export = fix.need(ctx.spell("torch.export.export", scope))
+    text = f"{export}({ctx.source(module)}, {args}"
+    if kwargs:
+        text += f", kwargs={kwargs}"
+    return text + ")"
+
+
+def _trace_common(ctx, call, scope, fix, params) -> dict[str, ast.expr] | None:
+    bound = bind_args(call, params)
+    if bound is None:
+        fix.fail("arguments passed with * or ** or unknown keywords; rewrite by hand")
+        return None
+    module = bound.get(params[0])
+    if module is None:
+        fix.fail("no module to export")
+        return None
+    why = not_a_module(ctx, module, scope)
+    if why is not None:
+        fix.fail(f"it traces {why}: torch.export.export needs an nn.Module (wrap it in one)")
+        return None
+    dropped = [name for name in TRACE_ONLY if name in bound]
+    if dropped:
+        fix.note(f"dropped trace-only option{'s' * (len(dropped) > 1)} {', '.join(dropped)}")
+    return bound
+
+
+def _inputs(ctx, fix, scope, inputs: ast.expr | None) -> str | None:
+    if inputs is None or (isinstance(inputs, ast.Constant) and inputs.value is None):
+        return "()"
+    args = example_args(ctx, inputs, scope)
+    if args is None:
+        fix.fail(
+            f"cannot tell whether `{_short(ctx.source(inputs))}` is one input or a tuple of "
+            "inputs; pass `(x,)` or a tuple"
+        )
+    return args
+
+
+def _trace_export(ctx, call, scope, fix) -> str | None:
+    bound = _trace_common(ctx, call, scope, fix, TRACE_PARAMS)
+    if bound is None:
+        return None
+    kwargs = bound.get("example_kwarg_inputs")
+    inputs = bound.get("example_inputs")
+    if inputs is None and kwargs is None:
+        fix.fail("no example inputs")
+        return None
+    args = _inputs(ctx, fix, scope, inputs)
+    if args is None:
+        return None
+    if kwargs is not None:
+        fix.note("example_kwarg_inputs became kwargs")
+    kw_text = ctx.source(kwargs) if kwargs is not None else None
+    return _export_call(ctx, fix, scope, bound["func"], args, kw_text)
+
+
+def _trace_module_export(ctx, call, scope, fix) -> str | None:
+    bound = _trace_common(ctx, call, scope, fix, TRACE_MODULE_PARAMS)
+    if bound is None:
+        return None
+    inputs = bound.get("inputs")
+    if not (
+        isinstance(inputs, ast.Dict)
+        and len(inputs.keys) == 1
+        and isinstance(inputs.keys[0], ast.Constant)
+        and inputs.keys[0].value == "forward"
+    ):
+        fix.fail(
+            "it traces methods other than `forward` (or a dict built elsewhere): export one "
+            "program per method and give ExecuTorch a dict of them (see MIG105)"
+        )
+        return None
+    value = inputs.values[0]
+    as_kwargs = bound.get("example_inputs_is_kwarg")
+    if as_kwargs is not None:
+        if not isinstance(as_kwargs, ast.Constant):
+            fix.fail("`example_inputs_is_kwarg` is not a literal")
+            return None
+        if as_kwargs.value:
+            fix.note("keyword example inputs became kwargs")
+            return _export_call(ctx, fix, scope, bound["mod"], "()", ctx.source(value))
+    args = _inputs(ctx, fix, scope, value)
+    if args is None:
+        return None
+    return _export_call(ctx, fix, scope, bound["mod"], args, None)
+
+
+def _script_export(ctx, call, scope, uses, fix) -> str | None:
+    if not call.args or isinstance(call.args[0], ast.Starred):
+        fix.fail("nothing to export")
+        return None
+    module = call.args[0]
+    stmt = statement_of(ctx, call)
+    first_call = next(
+        (
+            parent(ctx, u)
+            for u in uses
+            if isinstance(parent(ctx, u), ast.Call) and parent(ctx, u).func is u  # type: ignore[union-attr]
+        ),
+        None,
+    )
+    if first_call is None or stmt is None:
+        fix.fail(
+            "no example inputs in scope (the scripted module is not called here): export it "
+            "with `torch.export.export(module, example_args)`"
+        )
+        return None
+    assert isinstance(first_call, ast.Call)
+    factory = _tensor_factory_call(ctx)
+    values = [*first_call.args, *(k.value for k in first_call.keywords)]
+    if (
+        any(isinstance(a, ast.Starred) for a in first_call.args)
+        or any(k.arg is None for k in first_call.keywords)
+        or not all(is_pure(v, factory) and available_at(ctx, v, scope, stmt) for v in values)
+    ):
+        fix.fail(
+            f"the call on line {first_call.lineno} uses inputs that do not exist yet where the "
+            "module is scripted: export it with `torch.export.export(module, example_args)`"
+        )
+        return None
+    args = tuple_display(ctx, list(first_call.args))
+    kwargs = None
+    if first_call.keywords:
+        kwargs = "{" + ", ".join(f'"{k.arg}": {ctx.source(k.value)}' for k in first_call.keywords)
+        kwargs += "}"
+    fix.note(f"example inputs taken from the call on line {first_call.lineno}")
+    return _export_call(ctx, fix, scope, module, args, kwargs)
+
+
+# --------------------------------------------------------------------------- uses
+
+
+def _text_of(ctx: PythonContext, node: ast.expr, capture: ast.expr | None, new: str) -> str:
+    return new if node is capture else ctx.source(node)
+
+
+def program_use(
+    ctx: PythonContext,
+    use: ast.expr,
+    capture: ast.expr | None,
+    capture_text: str,
+    scope: Scope,
+    fix: Fix,
+) -> bool:
+    """Edits keeping one read of an ExportedProgram working; True when the edit replaced
+    the span of `capture` (an in-place use), so the capture edit must not be added."""
+    holder = parent(ctx, use)
+    value = _text_of(ctx, use, capture, capture_text)
+    if isinstance(holder, ast.Call) and holder.func is use:
+        fix.edits.append(Edit(ctx.end(use), ctx.end(use), ".module()"))
+        return False
+    if isinstance(holder, ast.Call) and holder.args and holder.args[0] is use:
+        qual = ctx.qualname(holder.func)
+        if qual == "torch.jit.save":
+            return _jit_save_edits(ctx, holder, scope, fix)
+        if qual in ("torch.export.save", "executorch.exir.to_edge_transform_and_lower"):
+            return False
+        if qual == OPTIMIZE_FOR_MOBILE:
+            mobile_fix(ctx, holder, value, scope, fix)
+            return True
+    if isinstance(holder, ast.Attribute):
+        method = parent(ctx, holder)
+        if isinstance(method, ast.Call) and method.func is holder:
+            if holder.attr == "save":
+                return _method_save(ctx, method, value, scope, fix)
+            if holder.attr in (
+                "_save_for_lite_interpreter",
+                "_save_to_buffer_for_lite_interpreter",
+            ):
+                program = lowered(ctx, fix, value, scope)
+                _lite_save(ctx, method, program, scope, fix)
+                return True
+    return bool(fix.fail(_unsupported(ctx, use, holder)).auto)
+
+
+def _unsupported(ctx: PythonContext, use: ast.expr, holder: ast.AST | None) -> str:
+    line = getattr(use, "lineno", 0)
+    while isinstance(holder, (ast.Tuple, ast.List)):
+        holder = parent(ctx, holder)
+    if isinstance(holder, ast.Call) and holder.func is use:
+        what = "called"
+    elif isinstance(holder, ast.Return):
+        what = "returned"
+    elif isinstance(holder, ast.Attribute):
+        what = f"used through `.{holder.attr}`"
+    elif isinstance(holder, ast.Call):
+        what = f"passed to `{_short(ctx.source(holder.func))}`"
+    elif isinstance(holder, (ast.Assign, ast.AnnAssign)):
+        what = "assigned on"
+    else:
+        what = "used in a way the tool does not follow"
+    return (
+        f"the result is {what} (line {line}); after the migration it is an ExportedProgram: "
+        "decide there between the program and `.module()`"
+    )
+
+
+def _jit_save_edits(ctx: PythonContext, call: ast.Call, scope: Scope, fix: Fix) -> bool:
+    bound = bind_args(call, ("m", "f", "_extra_files"))
+    if bound is None or "f" not in bound:
+        fix.fail("`torch.jit.save` with unusual arguments; rewrite by hand")
+        return False
+    fix.edits.append(Edit(*ctx.span(call.func), fix.need(ctx.spell("torch.export.save", scope))))
+    path = bound["f"]
+    new_path = renamed_path(ctx, path, ".pt2", fix)
+    if new_path != ctx.source(path):
+        fix.edits.append(Edit(*ctx.span(path), new_path))
+    for kw in call.keywords:
+        if kw.arg == "_extra_files":
+            start = ctx.start(kw)
+            fix.edits.append(Edit(start, start + len("_extra_files"), "extra_files"))
+    return False
+
+
+def _method_save(ctx: PythonContext, call: ast.Call, value: str, scope: Scope, fix: Fix) -> bool:
+    bound = bind_args(call, ("f", "_extra_files"))
+    if bound is None or "f" not in bound:
+        fix.fail("`.save()` with unusual arguments; rewrite by hand")
+        return True
+    save = fix.need(ctx.spell("torch.export.save", scope))
+    text = f"{save}({value}, {renamed_path(ctx, bound['f'], '.pt2', fix)}"
+    if "_extra_files" in bound:
+        text += f", extra_files={ctx.source(bound['_extra_files'])}"
+    fix.edits.append(Edit(*ctx.span(call), text + ")"))
+    return True
+
+
+def _lite_save(ctx: PythonContext, call: ast.Call, program: str, scope: Scope, fix: Fix) -> None:
+    """`x._save_for_lite_interpreter(path)` -> write the ExecuTorch buffer to a .pte."""
+    assert isinstance(call.func, ast.Attribute)
+    if call.func.attr == "_save_to_buffer_for_lite_interpreter":
+        if call.args or call.keywords:
+            fix.fail("`_save_to_buffer_for_lite_interpreter` with arguments; rewrite by hand")
+            return
+        fix.edits.append(Edit(*ctx.span(call), f"{program}.buffer"))
+        return
+    if len(call.args) != 1 or call.keywords or isinstance(call.args[0], ast.Starred):
+        fix.fail("`_save_for_lite_interpreter` with options; rewrite by hand")
+        return
+    path = renamed_path(ctx, call.args[0], ".pte", fix)
+    fix.edits.append(Edit(*ctx.span(call), write_bytes(ctx, fix, path, f"{program}.buffer", scope)))
+
+
+def mobile_fix(ctx: PythonContext, call: ast.Call, program: str, scope: Scope, fix: Fix) -> None:
+    """`optimize_for_mobile(ep)` and the lite-interpreter saves of its result."""
+    bound = bind_args(
+        call, ("script_module", "optimization_blocklist", "preserved_methods", "backend")
+    )
+    if bound is None:
+        fix.fail("`optimize_for_mobile` with unusual arguments; rewrite by hand")
+        return
+    backend = bound.get("backend")
+    if backend is not None and not (
+        isinstance(backend, ast.Constant) and str(backend.value).lower() == "cpu"
+    ):
+        fix.fail("a non-CPU mobile backend: pick the matching ExecuTorch partitioner by hand")
+        return
+    if bound.get("preserved_methods") is not None:
+        fix.fail("preserved methods need one exported program each (see MIG105)")
+        return
+    if "optimization_blocklist" in bound:
+        fix.note("optimization_blocklist dropped (XNNPACK lowering decides)")
+    lowering = lowered(ctx, fix, program, scope)
+    holder = parent(ctx, call)
+    if isinstance(holder, ast.Attribute):
+        method = parent(ctx, holder)
+        if (
+            isinstance(method, ast.Call)
+            and method.func is holder
+            and holder.attr
+            in ("_save_for_lite_interpreter", "_save_to_buffer_for_lite_interpreter")
+        ):
+            _lite_save(ctx, method, lowering, scope, fix)
+            return
+    if isinstance(holder, ast.Expr):
+        fix.edits.append(Edit(*ctx.span(call), lowering))
+        return
+    bound_to = bound_name(ctx, call)
+    if bound_to is None:
+        fix.fail(_unsupported(ctx, call, holder).replace("ExportedProgram", "ExecuTorch program"))
+        return
+    stmt, name = bound_to
+    uses, problem = name_uses(ctx, stmt, name, scope)
+    if problem is not None:
+        fix.fail(problem)
+        return
+    fix.edits.append(Edit(*ctx.span(call), lowering))
+    for use in uses:
+        holder = parent(ctx, use)
+        method = parent(ctx, holder) if isinstance(holder, ast.Attribute) else None
+        if (
+            isinstance(holder, ast.Attribute)
+            and isinstance(method, ast.Call)
+            and method.func is holder
+            and holder.attr
+            in ("_save_for_lite_interpreter", "_save_to_buffer_for_lite_interpreter")
+        ):
+            _lite_save(ctx, method, name, scope, fix)
+        else:
+            fix.fail(
+                _unsupported(ctx, use, holder).replace(
+                    "an ExportedProgram: decide there between the program and `.module()`",
+                    "an ExecuTorch program manager: only its `.buffer` is kept",
+                )
+            )
+            return
+
+
+# --------------------------------------------------------------------------- use sites
+
+
+@dataclass
+class Source:
+    """Where a saved / lowered value comes from."""
+
+    kind: str  # capture | program | jit_load | unknown
+    node: ast.expr | None = None
+
+
+def source_of(ctx: PythonContext, expr: ast.expr) -> Source:
+    """Follow plain aliases (`b = a`) and TorchScript passes (`torch.jit.freeze(a)`) back to
+    the call that made the value."""
+    origin: ast.expr | None = expr
+    for _ in range(8):
+        origin = value_origin(ctx, expr)
+        if isinstance(origin, ast.Name):
+            expr = origin
+            continue
+        if (
+            isinstance(origin, ast.Call)
+            and ctx.qualname(origin.func) in JIT_PASSES
+            and origin.args
+            and not isinstance(origin.args[0], ast.Starred)
+        ):
+            expr = origin.args[0]
+            continue
+        break
+    if isinstance(origin, ast.Call):
+        qual = ctx.qualname(origin.func)
+        if qual in JIT_CAPTURES:
+            return Source("capture", origin)
+        if qual in EP_MAKERS:
+            return Source("program", origin)
+        if qual == "torch.jit.load":
+            return Source("jit_load", origin)
+        if qual == OPTIMIZE_FOR_MOBILE:
+            return Source("mobile", origin)
+    return Source("unknown", origin)
+
+
+def capture_line(call: ast.expr | None) -> str:
+    return f" (line {call.lineno})" if call is not None else ""
