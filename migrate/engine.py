@@ -18,7 +18,7 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
 from migrate.cache import ResultCache, default_cache_folder, digest
@@ -82,6 +82,16 @@ class FileResult:
     repo_imports: set[str] = field(default_factory=set)
     digest: bytes | None = None
     import_words: set[str] = field(default_factory=set)
+    facts: dict[str, set[str]] = field(default_factory=dict)  # ctx.facts (repository pass)
+    remembered: set[str] = field(default_factory=set)  # checks' `remember` words, unparsed files
+
+
+@dataclass(frozen=True)
+class RepoPass:
+    """A second analysis with the repository's merged facts: `codes` alone (None: all)."""
+
+    codes: tuple[str, ...] | None
+    facts: dict[str, frozenset[str]]
 
 
 # --------------------------------------------------------------------------- check sets
@@ -116,6 +126,8 @@ class CheckSet:
         for check in self.python:
             words.extend(check.prefilter)
         self.python_prefilter = re.compile("|".join(words))
+        remember = [c.remember for c in self.python if c.remember]
+        self.remember = re.compile("|".join(remember)) if remember else None
         self.node_hooks: dict[type, list[PythonCheck]] = {}
         for check in self.python:
             for node_type in check.node_types:
@@ -280,6 +292,7 @@ def analyze_python(
     is_package: bool = False,
     exports: dict[str, str] | None = None,
     script_dir: str = "",
+    repo_facts: dict[str, frozenset[str]] | None = None,
 ) -> FileResult:
     result = FileResult(display)
     with _recursion_limit(DEEP_RECURSION):
@@ -300,6 +313,7 @@ def analyze_python(
             table = ScopeTable(tree, module, is_package, exports, script_dir)
             exported = table.module_exports()
             ctx = PythonContext(display, text, tree, table)
+            ctx.repo_facts = repo_facts or {}
             _Walker(ctx, checks).run()
         except RecursionError:
             result.error = "cannot analyse: expressions nested too deeply"
@@ -311,6 +325,7 @@ def analyze_python(
         if qual == "torch.jit" or checks.for_symbol(qual) or not qual.startswith("torch")
     }
     result.repo_imports = table.repo_imports
+    result.facts = ctx.facts
     result.findings = _once(ctx.findings)
     return result
 
@@ -430,9 +445,22 @@ _WORKER_STATE: dict[str, object] = {}
 def _worker_init(codes: list[str], options: dict, per_file_ignores: dict) -> None:
     _WORKER_STATE["checks"] = CheckSet(codes, options)
     _WORKER_STATE["pfi"] = per_file_ignores
+    _WORKER_STATE["options"] = options
+    _WORKER_STATE["subsets"] = {}
 
 
-def _run_job(job: _Job, exports: dict[str, str] | None = None) -> FileResult:
+def _checks_for(codes: tuple[str, ...] | None) -> CheckSet:
+    if codes is None:
+        return _WORKER_STATE["checks"]  # type: ignore[return-value]
+    subsets: dict = _WORKER_STATE["subsets"]  # type: ignore[assignment]
+    if codes not in subsets:
+        subsets[codes] = CheckSet(codes, _WORKER_STATE["options"])  # type: ignore[arg-type]
+    return subsets[codes]
+
+
+def _run_job(
+    job: _Job, exports: dict[str, str] | None = None, repo: RepoPass | None = None
+) -> FileResult:
     try:
         data = Path(job.path).read_bytes()
         file_digest = digest(data)
@@ -443,7 +471,7 @@ def _run_job(job: _Job, exports: dict[str, str] | None = None) -> FileResult:
     except (OSError, SyntaxError, LookupError) as exc:
         return FileResult(job.display, error=f"cannot read: {_os_reason(exc)}")
     try:
-        result = analyze_loaded(job, text, exports)
+        result = analyze_loaded(job, text, exports, repo=repo)
     except Exception as exc:  # a bug in a check: this file becomes an error record
         if os.environ.get("MIGRATE_DEBUG"):
             raise
@@ -454,22 +482,34 @@ def _run_job(job: _Job, exports: dict[str, str] | None = None) -> FileResult:
 
 
 def analyze_loaded(
-    job: _Job, text: str, exports: dict[str, str] | None = None, prefilter: bool = True
+    job: _Job,
+    text: str,
+    exports: dict[str, str] | None = None,
+    prefilter: bool = True,
+    repo: RepoPass | None = None,
 ) -> FileResult:
     """Analyse one file's text (already read) with the worker's checks."""
-    checks: CheckSet = _WORKER_STATE["checks"]  # type: ignore[assignment]
+    checks = _checks_for(repo.codes if repo else None)
+    if repo and repo.codes is not None:
+        # The repository pass: only the checks that asked for it, on a file they selected.
+        args = (job.module, job.is_package, exports, job.script_dir)
+        result = analyze_python(job.display, text, checks, *args, repo_facts=repo.facts)
+        _suppress(result, text, _WORKER_STATE["pfi"])  # type: ignore[arg-type]
+        return result
     text_checks = checks.text_checks_for(PurePosixPath(job.display))
     text_checks = [c for c in text_checks if not c.prefilter or re.search(c.prefilter, text)]
     if job.python:
-        if prefilter and not exports and not checks.python_prefilter.search(text):
+        if prefilter and not exports and not repo and not checks.python_prefilter.search(text):
             # Not parsed; remember the words of its import lines so the re-export pass can
             # tell, without reading the file again, whether it imports a re-exporting module.
             words = {w for line in IMPORT_LINE.findall(text) for w in WORD.findall(line)}
             result = FileResult(job.display, import_words=words)
+            if checks.remember:
+                result.remembered = {w for m in checks.remember.findall(text) for w in _groups(m)}
         else:
-            result = analyze_python(
-                job.display, text, checks, job.module, job.is_package, exports, job.script_dir
-            )
+            facts = repo.facts if repo else None
+            args = (job.module, job.is_package, exports, job.script_dir)
+            result = analyze_python(job.display, text, checks, *args, repo_facts=facts)
         if text_checks and result.error is None:
             # Text checks that also read Python files (setup.py pins, CUDA paths in strings).
             result.findings += analyze_text_file(job.display, text, text_checks).findings
@@ -483,8 +523,12 @@ def analyze_loaded(
     return result
 
 
-def _run_batch(batch: list[tuple[_Job, dict[str, str] | None]]) -> list[FileResult]:
-    return [_run_job(job, exports) for job, exports in batch]
+def _groups(match: str | tuple[str, ...]) -> Iterable[str]:
+    return [match] if isinstance(match, str) else [g for g in match if g]
+
+
+def _run_batch(batch: list[tuple]) -> list[FileResult]:
+    return [_run_job(*item) for item in batch]
 
 
 def _os_reason(exc: BaseException) -> str:
@@ -506,6 +550,7 @@ class Scanner:
         _worker_init(self.codes, self.check_options, options.per_file_ignores)
         self.checks: CheckSet = _WORKER_STATE["checks"]  # type: ignore[assignment]
         self.progress = progress
+        self.repo_facts: dict[str, frozenset[str]] = {}
 
     def jobs_for(self, files: list[SourceFile]) -> list[_Job]:
         jobs = []
@@ -516,7 +561,7 @@ class Scanner:
             jobs.append(_Job(str(f.path), f.display, str(f.root), python))
         return jobs
 
-    def _execute(self, work: list[tuple[_Job, dict[str, str] | None]]) -> list[FileResult]:
+    def _execute(self, work: list[tuple]) -> list[FileResult]:
         workers = self.options.jobs or os.cpu_count() or 1
         if workers <= 1 or len(work) < PARALLEL_THRESHOLD:
             results = []
@@ -565,6 +610,7 @@ class Scanner:
             cache.save()
         outside = self._outside_exports(jobs, results, paths)
         self.exports = self._resolve_reexports(jobs, results, outside)
+        self.repo_facts = self._repo_pass(jobs, results)
         out = ScanResult(files_seen=len(jobs), errors=missing)
         for r in results.values():
             out.findings.extend(r.findings)
@@ -585,7 +631,37 @@ class Scanner:
     def analyze(self, display: str, text: str) -> list[Finding]:
         """Findings for an in-memory version of a scanned file (apply's later rounds)."""
         _worker_init(self.codes, self.check_options, self.options.per_file_ignores)
-        return analyze_loaded(self.jobs[display], text, self.exports or None).findings
+        repo = RepoPass(None, self.repo_facts) if self.repo_facts else None
+        return analyze_loaded(self.jobs[display], text, self.exports or None, repo=repo).findings
+
+    def _repo_pass(self, jobs: list[_Job], results: dict[str, FileResult]) -> dict:
+        """Checks whose findings depend on other files (`PythonCheck.rerun`) run again, alone,
+        on the files they select, with the facts of the whole repository."""
+        merged: dict[str, set[str]] = {}
+        for r in results.values():
+            for key, values in r.facts.items():
+                merged.setdefault(key, set()).update(values)
+        if not merged:
+            return {}
+        facts = {k: frozenset(v) for k, v in merged.items()}
+        todo = []
+        for job in jobs:
+            r = results.get(job.display)
+            if not job.python or r is None or r.error:
+                continue
+            mine = r.facts if r.parsed else None
+            codes = tuple(c.code for c in self.checks.python if c.rerun(facts, mine, r.remembered))
+            if codes:
+                todo.append((job, self.exports or None, RepoPass(codes, facts)))
+        rerun = {job.display: set(p.codes or ()) for job, _, p in todo}
+        for new in self._execute(todo):
+            old = results[new.path]
+            if new.error:  # phase 1 skipped or reported this file; keep its verdict
+                continue
+            kept = [f for f in old.findings if f.rule not in rerun[new.path]]
+            findings = sorted(kept + new.findings, key=lambda f: (f.line, f.column))
+            results[new.path] = replace(old, findings=findings, parsed=True)
+        return facts
 
     def _outside_exports(
         self, jobs: list[_Job], results: dict[str, FileResult], paths: list

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, ClassVar
@@ -149,6 +149,10 @@ class PythonContext(FileContext):
         self.table = table
         self.parents: list[ast.AST] = []  # ancestors of the node being visited
         self._byte_lines: dict[int, bytes] = {}
+        # Repository pass: what this file tells the others (a check's `facts`, merged by
+        # union over the repository), and the merged facts when the engine runs it again.
+        self.facts: dict[str, set[str]] = {}
+        self.repo_facts: Mapping[str, frozenset[str]] = {}
 
     # ---- positions ------------------------------------------------------------------
     def _char_col(self, line: int, byte_col: int) -> int:
@@ -220,6 +224,22 @@ class PythonCheck(Check):
     prefilter: ClassVar[Sequence[str]] = ()
     # ast node types passed to on_node during the shared walk.
     node_types: ClassVar[tuple[type, ...]] = ()
+    # Repository pass: for files the prefilter skipped, the engine keeps the first group of
+    # each match of this regex, so that `rerun` can select them without reading them again.
+    remember: ClassVar[str] = ""
+
+    def rerun(
+        self,
+        repo: Mapping[str, frozenset[str]],
+        facts: Mapping[str, set[str]] | None,
+        remembered: set[str],
+    ) -> bool:
+        """After phase 1: analyse this file again, alone, with the repository's merged facts?
+
+        `facts` is what the file reported in phase 1 (None when it was not parsed);
+        `remembered` holds the `remember` words of a file that was not parsed.
+        """
+        return False
 
     def on_reference(self, ref: Reference, ctx: PythonContext) -> None:
         ctx.report(
