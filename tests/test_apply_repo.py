@@ -59,6 +59,8 @@ def test_apply_matches_golden_tree_and_second_run_is_a_no_op(sample):
     first = migrate("apply", str(sample))
     assert first.returncode == 0, first.stdout + first.stderr
     assert "MIG102" in first.stdout and "left for review" not in first.stdout
+    for code in ("MIG301", "MIG302", "MIG304", "MIG305", "MIG306"):  # requirements, image, CI
+        assert code in first.stdout, code
     assert_same_tree(sample, SAMPLE / "after")
 
     before = digest(sample)
@@ -76,7 +78,26 @@ def test_dry_run_prints_the_diff_and_writes_nothing(sample):
     assert not list(sample.rglob("*.migrate-tmp"))
     assert "+++ b/" in result.stdout
     assert "+        traced = torch.export.export(model, (example,))" in result.stdout
+    assert "+FROM nvidia/cuda:13.0.0-cudnn-runtime-ubuntu22.04" in result.stdout
     assert "Would fix " in result.stdout
+
+
+def test_cuda_13_2_keeps_each_index_with_the_torch_pin_it_serves(sample):
+    """torch 2.9.1 has no cu132 wheels: index, pins and the CI's wheel tag stay on cu128 and
+    are left for review; what does not depend on the torch release moves to 13.2."""
+    result = migrate("apply", "--cuda", "13.2", str(sample))
+    assert result.returncode == 1, result.stdout + result.stderr
+    before = SAMPLE / "before"
+    assert (sample / "requirements.txt").read_bytes() == (before / "requirements.txt").read_bytes()
+    docker = (sample / "Dockerfile").read_text()
+    assert "whl/cu128 torch==2.9.1+cu128" in docker
+    assert "FROM nvidia/cuda:12.8.1-cudnn-runtime-ubuntu22.04" in docker  # no known 13.2 tag
+    assert "CUDA_HOME=/usr/local/cuda-13.2" in docker
+    ci = (sample / ".github" / "workflows" / "ci.yml").read_text()
+    assert 'CUDA_VERSION: "13.2"' in ci and "torch-variant: [cpu, cu128]" in ci
+    review = result.stdout.split("left for review", 1)[1]
+    assert review.count("which has no cu132 wheels") == 4  # 2 indexes, 2 CI matrix values
+    assert review.count("[assisted]") == 8
 
 
 def test_out_writes_a_migrated_copy_and_leaves_the_original(sample, tmp_path):

@@ -119,10 +119,11 @@ def test_apply_cuda_13_2(work: Path, tmp_path: Path) -> None:
     )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     requirements = (work / "requirements.txt").read_text()
-    # Index moves to cu132; torch 2.9.1 has no cu132 wheels (they start at 2.12), so its pin
-    # stays, reported as assisted.
-    assert "whl/cu132" in requirements and "torch==2.9.1+cu128" in requirements
+    # torch 2.9.1 has no cu132 wheels (they start at 2.12): its pin stays, and so does the
+    # index it installs from (a cu132 index cannot serve +cu128 wheels); both assisted.
+    assert "whl/cu128" in requirements and "torch==2.9.1+cu128" in requirements
     assert "torch 2.9.1 has no cu132 wheels" in proc.stdout
+    assert "pins torch==2.9.1, which has no cu132 wheels" in proc.stdout
     dockerfile = (work / "Dockerfile").read_text()
     assert "nvidia/cuda:13.2.0-cudnn-runtime-ubuntu24.04" in dockerfile
     assert "ARG CUDA_VERSION=13.2.0" in dockerfile and "/usr/local/cuda-13.2" in dockerfile

@@ -85,6 +85,21 @@ def test_demo_on_the_bundled_sample(tmp_path):
     for step in ("$ migrate scan sample", "$ migrate apply --dry-run sample", "$ migrate apply"):
         assert step in out
     assert "\n+" in out and "\n-" in out  # a diff was shown
+    # The CUDA 12.8 assumptions in requirements.txt, the Dockerfile and the CI workflow (a
+    # hidden folder the copy must keep) are found, then rewritten.
+    for where in (
+        "sample/requirements.txt",
+        "sample/Dockerfile",
+        "sample/.github/workflows/ci.yml",
+    ):
+        assert f"\n{where}\n" in out, where  # scan's file heading
+        assert f"+++ b/{where}\n" in out, where  # the dry run's diff
+    assert "+--extra-index-url https://download.pytorch.org/whl/cu130" in out
+    assert "+        torch-variant: [cpu, cu130]" in out
+    assert "CUDA 13 needs NVIDIA driver 580+" in out
+    migrated = tmp_path / "work" / "sample"
+    assert "torch==2.9.1+cu130" in (migrated / "requirements.txt").read_text()
+    assert "FROM nvidia/cuda:13.0.0-" in (migrated / "Dockerfile").read_text()
     if importlib.util.find_spec("torch") and importlib.util.find_spec("executorch"):
         assert "$ migrate verify sample.model:build_model --input-shape 2x6" in out
         assert "verdict: PASS" in out

@@ -391,8 +391,10 @@ def known_images(target: str) -> set[str]:
     return set(rule_data("MIG304", "nvidia_cuda_images").get(target) or ())
 
 
+# `torch==2.7.1` and `torch==2.7.1+cu128` (a local version names the build, not the release).
 TORCH_PIN = re.compile(
-    r"(?<![\w.-])torch(?![\w-])\s*(?:\[[^\]]*\]\s*)?(?P<op>===?|<=|<|~=)\s*(?P<ver>\d+(?:\.\d+)*)(?![\w.+])"
+    r"(?<![\w.-])torch(?![\w-])\s*(?:\[[^\]]*\]\s*)?(?P<op>===?|<=|<|~=)\s*(?P<ver>\d+(?:\.\d+)*)"
+    r"(?:\+[A-Za-z0-9.]+)?(?![\w.+])"
 )
 
 

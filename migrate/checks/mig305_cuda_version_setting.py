@@ -188,6 +188,10 @@ class CudaVersionSetting(_cuda.CudaTextCheck):
             reason = f"`{s.key}` is a label, not a CUDA setting; rename it by hand if it selects the CUDA 12.8 build"
         elif kind == _cuda.DOCKER and version:
             reason = self._image_use(code, s.key, new)
+        elif tag and tag.group("pre").lower() == "cu":
+            # A wheel tag (`cu128` in a matrix that builds the index URL): torch pinned in
+            # the same file must have wheels for the new tag.
+            reason = _cuda.torch_pin_problem(code, self.target)
         if not reason and new_value in siblings:
             reason = f"`{new_value}` is already in this list: drop `{stripped}` (or keep it for pre-Turing GPUs) by hand"
         self.report(ctx, *span, message, symbol=s.key, replacement=replacement, reason=reason)
