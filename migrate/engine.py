@@ -111,16 +111,21 @@ class CheckSet:
                 continue
             check = cls(rules[code], options)
             (self.python if isinstance(check, PythonCheck) else self.text).append(check)
-        self._exact: dict[str, PythonCheck] = {}
-        self._patterns: list[tuple[str, PythonCheck]] = []
-        for check in self.python:
-            for symbol in check.rule.symbols:
+        # The symbol index covers every Python rule, enabled or not: a symbol whose own rule
+        # is ignored must not fall through to a catch-all pattern (MIG120 torch.jit.*).
+        self._exact: dict[str, str] = {}
+        self._patterns: list[tuple[str, str]] = []
+        for rule in rules.values():
+            if rule.target != "python":
+                continue
+            for symbol in rule.symbols:
                 if "*" in symbol:
-                    self._patterns.append((symbol, check))
+                    self._patterns.append((symbol, rule.code))
                 else:
-                    self._exact[symbol] = check
+                    self._exact[symbol] = rule.code
         # The most specific pattern (longest literal prefix) wins.
         self._patterns.sort(key=lambda p: -len(p[0].split("*")[0]))
+        self._enabled: dict[str, PythonCheck] = {c.code: c for c in self.python}
         self._cache: dict[str, PythonCheck | None] = {}
         words = list(TORCHSCRIPT_WORDS)
         for check in self.python:
@@ -136,17 +141,19 @@ class CheckSet:
     def for_symbol(self, qualname: str) -> PythonCheck | None:
         if qualname in self._cache:
             return self._cache[qualname]
-        found: PythonCheck | None = None
+        code: str | None = None
         parts = qualname.split(".")
         for cut in range(len(parts), 2, -1):
-            found = self._exact.get(".".join(parts[:cut]))
-            if found:
+            code = self._exact.get(".".join(parts[:cut]))
+            if code:
                 break
-        if found is None:
-            for pattern, check in self._patterns:
+        # Dunders (torch.jit.__name__) are module metadata, not private TorchScript API.
+        if code is None and not parts[-1].startswith("__"):
+            for pattern, pattern_code in self._patterns:
                 if fnmatch.fnmatchcase(qualname, pattern):
-                    found = check
+                    code = pattern_code
                     break
+        found = self._enabled.get(code) if code else None
         self._cache[qualname] = found
         return found
 

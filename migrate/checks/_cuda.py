@@ -3,6 +3,7 @@ the CUDA 13 target spellings, and the note every CUDA finding carries."""
 
 from __future__ import annotations
 
+import functools
 import io
 import re
 import tokenize
@@ -162,8 +163,11 @@ _FSTRING_PARTS = {
 }
 
 
+@functools.lru_cache(maxsize=8)
 def code_text(text: str, kind: str) -> str:
-    """The file's text with comments (for Python: all but string literals) blanked out."""
+    """The file's text with comments (for Python: all but string literals) blanked out.
+
+    Cached: every CUDA check of a file asks for the same masked text."""
     if kind in (PYTHON, SETUP_PY):
         return _mask(text, _python_code_spans(text))
     return _mask(text, _hash_comments(text, anywhere=kind in (MAKE, CMAKE)))

@@ -32,6 +32,14 @@ _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 
 def scope_statements(scope: Scope) -> list[ast.stmt]:
     """Statements of a function or module body, nested blocks included, nested defs excluded."""
+    cached = getattr(scope, "_statements", None)
+    if cached is None:
+        cached = _collect_statements(scope)
+        scope._statements = cached  # type: ignore[attr-defined]
+    return cached
+
+
+def _collect_statements(scope: Scope) -> list[ast.stmt]:
     body = getattr(scope.node, "body", [])
     out: list[ast.stmt] = []
     stack = list(reversed(body)) if isinstance(body, list) else []
@@ -51,14 +59,17 @@ def scope_statements(scope: Scope) -> list[ast.stmt]:
 
 
 def assignments(scope: Scope, name: str) -> list[ast.Assign]:
-    """`name = ...` statements in the scope (single-name targets)."""
-    found = []
-    for stmt in scope_statements(scope):
-        if isinstance(stmt, ast.Assign) and any(
-            isinstance(t, ast.Name) and t.id == name for t in stmt.targets
-        ):
-            found.append(stmt)
-    return found
+    """`name = ...` statements in the scope (single-name targets among their targets)."""
+    index = getattr(scope, "_assignments", None)
+    if index is None:
+        # Indexed once per scope: module-level scripts ask for every name they bind.
+        index = {}
+        for stmt in scope_statements(scope):
+            if isinstance(stmt, ast.Assign):
+                for target in {t.id for t in stmt.targets if isinstance(t, ast.Name)}:
+                    index.setdefault(target, []).append(stmt)
+        scope._assignments = index  # type: ignore[attr-defined]
+    return index.get(name, [])
 
 
 def origin_call(ctx: PythonContext, name: str, scope: Scope, before_line: int) -> ast.Call | None:
@@ -194,19 +205,16 @@ def name_uses(
         return [], f"`{name}` is declared global or nonlocal"
     if name in scope.imports or name in scope.defs:
         return [], f"`{name}` is also imported or defined in this scope"
-    names = [n for n in scope_names(ctx, scope) if n.id == name]
+    names = _names_by_id(ctx, scope).get(name, [])
     own = _target_of(stmt)
     block = block_of(ctx, stmt)
+    block_ids = _block_ids(ctx, block) if block is not None else frozenset()
     next_store: tuple[int, int] | None = None
     for node in names:
         if isinstance(node.ctx, ast.Load) or node is own:
             continue
         other = statement_of(ctx, node)
-        same_block = (
-            isinstance(other, (ast.Assign, ast.AnnAssign))
-            and block is not None
-            and any(s is other for s in block[1])
-        )
+        same_block = isinstance(other, (ast.Assign, ast.AnnAssign)) and id(other) in block_ids
         if not same_block:
             return [], f"`{name}` is rebound on another path (line {node.lineno})"
         if pos(node) > end_pos(stmt) and (next_store is None or pos(node) < next_store):
@@ -230,6 +238,25 @@ def name_uses(
     return uses, None
 
 
+def _block_ids(ctx: PythonContext, block: tuple[ast.AST, list[ast.stmt]]) -> frozenset[int]:
+    cache = _cache(ctx, "block_ids")
+    key = id(block[1])
+    if key not in cache:
+        cache[key] = frozenset(id(s) for s in block[1])
+    return cache[key]
+
+
+def _names_by_id(ctx: PythonContext, scope: Scope) -> dict[str, list[ast.Name]]:
+    cache = _cache(ctx, "names_by_id")
+    key = id(scope.node)
+    if key not in cache:
+        index: dict[str, list[ast.Name]] = {}
+        for node in scope_names(ctx, scope):
+            index.setdefault(node.id, []).append(node)
+        cache[key] = index
+    return cache[key]
+
+
 def _target_of(stmt: ast.stmt) -> ast.AST | None:
     if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
         return stmt.targets[0]
@@ -239,38 +266,61 @@ def _target_of(stmt: ast.stmt) -> ast.AST | None:
 
 
 def _nested_read(ctx: PythonContext, name: str, scope: Scope) -> ast.Name | None:
-    for node in ast.walk(scope.node):
-        if not (isinstance(node, ast.Name) and node.id == name):
-            continue
-        inner = ctx.table.scope_for(node)
-        if inner is scope:
-            continue
-        current: Scope | None = inner
-        while current is not None and current is not scope:
-            if name in current.locals or name in current.imports or name in current.defs:
-                break
-            current = current.parent
-        if current is scope:
-            return node
-    return None
+    """First read of `name` inside a function/class nested in `scope` that sees its binding."""
+    cache = _cache(ctx, "nested")
+    key = id(scope.node)
+    if key not in cache:
+        # One walk per scope, not one per finding: module-level scripts have many findings.
+        first: dict[str, ast.Name] = {}
+        for node in ast.walk(scope.node):
+            if not isinstance(node, ast.Name) or node.id in first:
+                continue
+            inner = ctx.table.scope_for(node)
+            if inner is scope:
+                continue
+            current: Scope | None = inner
+            while current is not None and current is not scope:
+                if (
+                    node.id in current.locals
+                    or node.id in current.imports
+                    or (node.id in current.defs)
+                ):
+                    break
+                current = current.parent
+            if current is scope:
+                first[node.id] = node
+        cache[key] = first
+    return cache[key].get(name)
 
 
 def reaching_value(ctx: PythonContext, node: ast.Name) -> ast.expr | None:
     """The right-hand side of the `name = value` statement whose value `node` reads."""
     scope = ctx.table.scope_for(node)
     candidates = []
-    for stmt in scope_statements(scope):
+    for stmt in _single_bindings(ctx, scope).get(node.id, []):
         if pos(stmt) >= pos(node):
             break
-        if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
-            found = bound_name(ctx, stmt.value)
-            if found and found[1] == node.id:
-                candidates.append(stmt)
+        candidates.append(stmt)
     for stmt in reversed(candidates):
         uses, problem = name_uses(ctx, stmt, node.id, scope)
         if problem is None and any(u is node for u in uses):
             return stmt.value
     return None
+
+
+def _single_bindings(ctx: PythonContext, scope: Scope) -> dict[str, list[ast.stmt]]:
+    """`name = value` statements of a scope (the whole right-hand side bound to one name)."""
+    cache = _cache(ctx, "single_bindings")
+    key = id(scope.node)
+    if key not in cache:
+        index: dict[str, list[ast.stmt]] = {}
+        for stmt in scope_statements(scope):
+            if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+                found = bound_name(ctx, stmt.value)
+                if found:
+                    index.setdefault(found[1], []).append(stmt)
+        cache[key] = index
+    return cache[key]
 
 
 def value_origin(ctx: PythonContext, expr: ast.expr) -> ast.expr | None:

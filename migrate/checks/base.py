@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 from migrate.findings import Finding, FixKind
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from migrate.pyscope import Scope, ScopeTable
@@ -153,6 +155,13 @@ class PythonContext(FileContext):
         # union over the repository), and the merged facts when the engine runs it again.
         self.facts: dict[str, set[str]] = {}
         self.repo_facts: Mapping[str, frozenset[str]] = {}
+        self._memo: dict[str, object] = {}
+
+    def memo(self, key: str, compute: Callable[[], T]) -> T:
+        """Per-file value computed once, for checks whose hooks run on every node."""
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]  # type: ignore[return-value]
 
     # ---- positions ------------------------------------------------------------------
     def _char_col(self, line: int, byte_col: int) -> int:

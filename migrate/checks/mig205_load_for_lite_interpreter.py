@@ -53,7 +53,7 @@ class LoadForLiteInterpreter(PythonCheck):
         """Calls of a loaded lite module / ExecuTorch method: a person adapts them."""
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
             return
-        if "_load_for_lite_interpreter" not in ctx.text and "load_method" not in ctx.text:
+        if not ctx.memo("lite-load-text", lambda: _mentions_lite_load(ctx.text)):
             return
         origin = reaching_value(ctx, node.func)
         if not (isinstance(origin, ast.Call) and _is_lite_load(ctx, origin)):
@@ -65,6 +65,10 @@ class LoadForLiteInterpreter(PythonCheck):
             symbol="torch.jit.mobile.LiteScriptModule.__call__",
             fix=FixKind.ASSISTED,
         )
+
+
+def _mentions_lite_load(text: str) -> bool:
+    return "_load_for_lite_interpreter" in text or "load_method" in text
 
 
 def _is_lite_load(ctx: PythonContext, call: ast.Call) -> bool:
