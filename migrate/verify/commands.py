@@ -7,6 +7,7 @@ command bodies only (they belong to the ``verify`` extra).
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -22,6 +23,20 @@ _SHAPE_HELP = (
     "(1x3x224x224:float32, 2x7:int64:0..20) or int=N, float=X, bool=true."
 )
 _DYN_HELP = "A dynamic dimension INPUT:MIN:MAX (dim 0) or INPUT:DIM:MIN:MAX, repeatable."
+_BRANCHES_HELP = (
+    "Find the data-dependent conditions of forward (needs the module's Python source), add "
+    "samples that take each side, and fail when the TorchScript reference disagrees with the "
+    "eager module (a trace that froze a branch)."
+)
+
+#: Built-in defaults of the settings [tool.migrate.verify] may change.
+DEFAULTS: dict[str, object] = {
+    "device": "auto",
+    "samples": 3,
+    "seed": 0,
+    "rtol": None,
+    "atol": None,
+}
 
 
 def _require_extra() -> None:
@@ -34,6 +49,34 @@ def _require_extra() -> None:
 def _fail(exc: VerifyError) -> typer.Exit:
     typer.echo(f"error: {exc.stage}: {exc.message}", err=True)
     return typer.Exit(2)
+
+
+def _settings(
+    target: str, flags: dict[str, object], config_file: str | None, isolated: bool
+) -> tuple[dict[str, object], str | None, list[str]]:
+    """Flags win over [tool.migrate.verify] of the closest pyproject.toml, which wins over the
+    built-in defaults. Returns (settings, config path, keys taken from the file)."""
+    from migrate.config import ConfigError, resolve_config
+
+    start = target if os.path.exists(target) else os.getcwd()
+    try:
+        config = resolve_config([start], config_file, isolated)
+    except ConfigError as exc:
+        raise _fail(VerifyError("config", str(exc))) from None
+    where = f"{config.path} [tool.migrate]"
+    for key in ("samples", "rtol", "atol"):
+        value = config.verify.get(key)
+        if value is not None and value < 0:  # type: ignore[operator]
+            raise _fail(VerifyError("config", f"{where}: `verify.{key}` must be >= 0"))
+    settings = dict(DEFAULTS)
+    used = []
+    for key, value in flags.items():
+        if value is not None:
+            settings[key] = value
+        elif key in config.verify:
+            settings[key] = config.verify[key]
+            used.append(key)
+    return settings, (str(config.path) if config.path else None), used
 
 
 def _console():
@@ -57,12 +100,20 @@ def verify(
     ] = None,
     dynamic_dim: Annotated[list[str] | None, typer.Option("--dynamic-dim", help=_DYN_HELP)] = None,
     device: Annotated[
-        str, typer.Option("--device", help="auto (CPU plus the accelerator), cpu, cuda, mps, xpu.")
-    ] = "auto",
+        str | None,
+        typer.Option(
+            "--device",
+            help="auto (CPU plus the accelerator; the default), cpu, cuda, mps, xpu.",
+            show_default=False,
+        ),
+    ] = None,
     samples: Annotated[
-        int, typer.Option("--samples", help="Seeded random samples besides the example.")
-    ] = 3,
-    seed: Annotated[int, typer.Option("--seed", help="Seed for the random samples.")] = 0,
+        int | None,
+        typer.Option("--samples", help="Seeded random samples besides the example (default 3)."),
+    ] = None,
+    seed: Annotated[
+        int | None, typer.Option("--seed", help="Seed for the random samples (default 0).")
+    ] = None,
     rtol: Annotated[
         float | None, typer.Option("--rtol", help="Relative tolerance for floating outputs.")
     ] = None,
@@ -101,12 +152,28 @@ def verify(
         bool, typer.Option("--bench", help="Also report median latency per candidate and device.")
     ] = False,
     bench_runs: Annotated[int, typer.Option("--bench-runs", help="Timed runs for --bench.")] = 10,
+    branches: Annotated[bool, typer.Option("--branches", help=_BRANCHES_HELP)] = False,
+    config_file: Annotated[
+        str | None,
+        typer.Option(
+            "--config", help="Read [tool.migrate.verify] defaults from this pyproject.toml."
+        ),
+    ] = None,
+    isolated: Annotated[
+        bool, typer.Option("--isolated", help="Ignore pyproject.toml configuration.")
+    ] = False,
     debug: Annotated[bool, typer.Option("--debug", help=_DEBUG_HELP)] = False,
 ) -> None:
     """Check that a converted or migrated model gives the TorchScript numbers (exit 0 pass, 1
     mismatch, 2 error)."""
     if fmt not in ("text", "json"):
         raise _fail(VerifyError("usage", f"--format must be text or json, not {fmt!r}"))
+    settings, config_path, from_config = _settings(
+        target,
+        {"device": device, "samples": samples, "seed": seed, "rtol": rtol, "atol": atol},
+        config_file,
+        isolated,
+    )
     _require_extra()
     from migrate.verify.pipeline import VerifyConfig, run_verify
     from migrate.verify.report import render_json, render_text
@@ -116,11 +183,11 @@ def verify(
         inputs=inputs,
         input_shapes=list(input_shape or []),
         dynamic_dims=list(dynamic_dim or []),
-        device=device,
-        samples=samples,
-        seed=seed,
-        rtol=rtol,
-        atol=atol,
+        device=settings["device"],  # type: ignore[arg-type]
+        samples=settings["samples"],  # type: ignore[arg-type]
+        seed=settings["seed"],  # type: ignore[arg-type]
+        rtol=settings["rtol"],  # type: ignore[arg-type]
+        atol=settings["atol"],  # type: ignore[arg-type]
         candidates=list(candidate or []),
         default_candidates=default_candidates,
         original=original,
@@ -129,6 +196,9 @@ def verify(
         bench=bench,
         bench_runs=bench_runs,
         debug=debug,
+        branches=branches,
+        config_path=config_path,
+        from_config=from_config,
     )
     try:
         report = run_verify(cfg)

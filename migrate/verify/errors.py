@@ -11,7 +11,17 @@ import warnings
 from collections.abc import Iterator
 
 #: Stages named in ``error: <stage>: <message>`` lines and in the JSON report.
-STAGES = ("usage", "load", "inputs", "convert", "export", "lower", "run")
+STAGES = (
+    "usage",
+    "config",
+    "load",
+    "inputs",
+    "branches",
+    "convert",
+    "export",
+    "lower",
+    "run",
+)
 
 INSTALL_HINT = (
     "migrate verify needs torch and executorch: pip install 'torchscript-migrate[verify]'"

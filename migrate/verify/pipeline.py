@@ -15,6 +15,12 @@ from migrate.verify import convert as conv
 from migrate.verify import inputs as inp
 from migrate.verify import load
 from migrate.verify import runners as rn
+from migrate.verify.branch_check import (
+    BranchCheck,
+    eager_for_archive,
+    export_hint,
+    run_branch_check,
+)
 from migrate.verify.compare import LeafResult, Tolerance, compare_outputs, json_float
 from migrate.verify.errors import VerifyError, describe, quiet
 
@@ -40,6 +46,20 @@ class VerifyConfig:
     bench: bool = False
     bench_runs: int = 10
     debug: bool = False
+    branches: bool = False  # --branches: cover both sides of data-dependent conditions
+    config_path: str | None = None  # the pyproject.toml the defaults came from
+    from_config: list[str] = field(default_factory=list)  # settings taken from it
+
+    def settings(self) -> dict[str, Any]:
+        return {
+            "device": self.device,
+            "samples": self.samples,
+            "seed": self.seed,
+            "rtol": self.rtol,
+            "atol": self.atol,
+            "config": self.config_path,
+            "from_config": list(self.from_config),
+        }
 
 
 @dataclass
@@ -95,6 +115,8 @@ class Report:
     seed: int
     bench: bool
     elapsed_s: float = 0.0
+    branches: BranchCheck | None = None
+    settings: dict[str, Any] = field(default_factory=dict)
 
     @property
     def exit_code(self) -> int:
@@ -102,6 +124,10 @@ class Report:
             return 2
         if any(c.status == "fail" for c in self.cells):
             return 1
+        if self.branches is not None and self.branches.status == "fail":
+            return 1
+        if self.branches is not None and self.branches.status == "error":
+            return 2
         return 0
 
     @property
@@ -125,6 +151,8 @@ class Report:
             "artifacts": self.artifacts,
             "errors": self.errors,
             "notes": self.notes,
+            "settings": self.settings,
+            "branches": None if self.branches is None else self.branches.to_json(),
             "elapsed_s": round(self.elapsed_s, 3),
         }
 
@@ -322,6 +350,28 @@ def run_verify(cfg: VerifyConfig) -> Report:
     load.check_signature(target.reference, example)
     dynamic_shapes = inp.dynamic_shapes_for(example, dyn)
     samples = list(inp.iter_samples(example, cfg.samples, cfg.seed, dyn))
+    branch_check: BranchCheck | None = None
+    if cfg.branches:
+        # Before the reference runs: the samples found for each side join the comparison.
+        if target.kind == "callable":
+            eager = target.module
+            ref_kind = cfg.original or "trace"
+        else:
+            with quiet(cfg.debug):
+                eager = eager_for_archive(target.reference)
+            ref_kind = "archive"
+        with quiet(cfg.debug):
+            branch_check, extra = run_branch_check(
+                eager,
+                target.reference,
+                ref_kind,
+                example,
+                samples,
+                cfg.seed,
+                cfg.rtol,
+                cfg.atol,
+            )
+        samples.extend(extra)
 
     out_dir = cfg.out
     tmp: tempfile.TemporaryDirectory | None = None
@@ -363,10 +413,18 @@ def run_verify(cfg: VerifyConfig) -> Report:
         use_defaults = not cfg.candidates
     ref_graph: Any = None  # the reference's own exported graph, for divergence search
     if use_defaults:
-        if target.kind == "archive":
-            converted = conv.convert_archive(target.reference, example, dynamic_shapes, cfg.debug)
-        else:
-            converted = conv.export_module(target.module, example, dynamic_shapes, cfg.debug)
+        try:
+            if target.kind == "archive":
+                converted = conv.convert_archive(
+                    target.reference, example, dynamic_shapes, cfg.debug
+                )
+            else:
+                converted = conv.export_module(target.module, example, dynamic_shapes, cfg.debug)
+        except VerifyError as exc:
+            hint = export_hint(branch_check)
+            if hint and not cfg.debug:
+                raise VerifyError(exc.stage, hint + exc.message) from exc
+            raise
         ep = converted.ep
         ref_graph = ep
         candidates.append(
@@ -462,6 +520,8 @@ def run_verify(cfg: VerifyConfig) -> Report:
     err = _first_error(cells)
     if err:
         errors.append(err)
+    if branch_check is not None and branch_check.status == "error" and branch_check.error:
+        errors.append({"stage": "branches", "message": branch_check.error})
     report = Report(
         target=cfg.target,
         target_kind=target.kind,
@@ -488,6 +548,8 @@ def run_verify(cfg: VerifyConfig) -> Report:
         notes=notes,
         seed=cfg.seed,
         bench=cfg.bench,
+        branches=branch_check,
+        settings=cfg.settings(),
     )
     report.elapsed_s = time.perf_counter() - t_start
     if cfg.out is not None:

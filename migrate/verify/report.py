@@ -9,6 +9,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from migrate.verify.branch_check import BranchCheck
 from migrate.verify.pipeline import Report
 
 
@@ -106,6 +107,11 @@ def render_text(report: Report, console: Console) -> None:
                     console.print(f"  {d['note']}", highlight=False)
         for note in c.notes:
             console.print(f"note: {c.candidate}: {note}", highlight=False)
+    if report.branches is not None:
+        render_branches(report.branches, console)
+    if report.settings.get("from_config"):
+        taken = ", ".join(f"{k}={report.settings[k]}" for k in report.settings["from_config"])
+        console.print(f"note: from {report.settings['config']}: {taken}", highlight=False)
     for note in report.notes:
         console.print(f"note: {note}", highlight=False)
     if report.artifacts:
@@ -118,3 +124,67 @@ def render_text(report: Report, console: Console) -> None:
         report.verdict, "[bold yellow]ERROR[/]"
     )
     console.print(f"verdict: {verdict}")
+
+
+def _side(hits: list[str], reached: bool) -> str:
+    if not reached:
+        return "[yellow]not reached[/]"
+    if not hits:
+        return "[bold yellow]none found[/]"
+    return "[green]covered[/] " + ", ".join(hits)
+
+
+def render_branches(check: BranchCheck, console: Console) -> None:
+    """The "Branches" section: each condition, the samples that take each side, and whether
+    the TorchScript reference agrees with the eager module on all samples."""
+    where = check.module + (f" ({check.source})" if check.source else "")
+    console.print(f"[bold]Branches[/bold] {where}", highlight=False)
+    if not check.conditions and not check.error:
+        console.print(
+            "  no data-dependent branches in forward or the functions it calls", highlight=False
+        )
+    if check.conditions:
+        table = Table(show_lines=False)
+        for col in ("condition", "line", "true side", "false side"):
+            table.add_column(col, justify="right" if col == "line" else "left")
+        for cov in check.conditions:
+            cond = cov.condition
+            table.add_row(
+                f"{cond.function}: {cond.condition}",
+                str(cond.line),
+                _side(cov.true_samples, cov.reached),
+                _side(cov.false_samples, cov.reached),
+            )
+        console.print(table)
+        console.print(
+            f"  {check.samples_searched} samples searched; added to the comparison: "
+            + (", ".join(check.added) if check.added else "none (the samples covered every side)"),
+            highlight=False,
+        )
+        for cov in check.conditions:
+            if not cov.covered:
+                console.print(f"  [yellow]warning[/]: {cov.message()}", highlight=False)
+    if check.error:
+        console.print(f"  [bold yellow]error[/]: {check.error}", highlight=False)
+    trace = check.trace
+    if trace is None:
+        return
+    ref = {"trace": "torch.jit.trace", "script": "torch.jit.script"}.get(
+        check.reference, "the TorchScript archive"
+    )
+    if not trace.frozen:
+        console.print(
+            f"  [green]PASS[/] the reference ({ref}) agrees with the eager module on "
+            f"{trace.samples_checked} samples",
+            highlight=False,
+        )
+        return
+    console.print(
+        f"  [bold red]FAIL[/] the reference ({ref}) disagrees with the eager module on "
+        f"{len(trace.mismatches)} of {trace.samples_checked} samples: it froze a branch",
+        highlight=False,
+    )
+    for m in trace.mismatches[:3]:
+        console.print(f"    {m.message()}", highlight=False)
+    if len(trace.mismatches) > 3:
+        console.print(f"    ... and {len(trace.mismatches) - 3} more", highlight=False)
