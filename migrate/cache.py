@@ -36,12 +36,34 @@ class ResultCache:
         self.folder = folder
         self.file = folder / f"scan-{key}.pickle"
         self.entries: dict[str, Entry] = {}
+        # The whole outcome of the last scan, valid while no file (nor a module read from
+        # outside the scanned paths) changed: (fingerprint, outside stats, payload).
+        self._final: tuple[Any, tuple, Any] | None = None
         self.dirty = False
         try:
             with open(self.file, "rb") as handle:
-                self.entries = pickle.load(handle)
-        except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError):
-            self.entries = {}
+                self.entries, self._final = pickle.load(handle)
+        except (
+            OSError,
+            EOFError,
+            pickle.UnpicklingError,
+            AttributeError,
+            ImportError,
+            ValueError,
+            TypeError,
+        ):
+            self.entries, self._final = {}, None
+
+    def final(self, fingerprint: Any) -> Any | None:
+        if self._final is None or self._final[0] != fingerprint:
+            return None
+        if _stats(p for p, *_ in self._final[1]) != self._final[1]:
+            return None
+        return self._final[2]
+
+    def store_final(self, fingerprint: Any, outside: list[str], payload: Any) -> None:
+        self._final = (fingerprint, _stats(outside), payload)
+        self.dirty = True
 
     def lookup(self, path: str) -> Any | None:
         entry = self.entries.get(path)
@@ -89,10 +111,21 @@ class ResultCache:
                 )
             fd, tmp = tempfile.mkstemp(dir=self.folder, suffix=".tmp")
             with os.fdopen(fd, "wb") as handle:
-                pickle.dump(self.entries, handle, protocol=pickle.HIGHEST_PROTOCOL)
+                pickle.dump((self.entries, self._final), handle, protocol=pickle.HIGHEST_PROTOCOL)
             os.replace(tmp, self.file)
         except OSError:
             pass  # a read-only tree: the cache is an optimisation, never a failure
+
+
+def _stats(paths) -> tuple:
+    out = []
+    for path in paths:
+        try:
+            st = os.stat(path)
+            out.append((path, st.st_size, st.st_mtime_ns))
+        except OSError:
+            out.append((path, -1, -1))
+    return tuple(out)
 
 
 def _rules_fingerprint() -> str:

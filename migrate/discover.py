@@ -156,12 +156,13 @@ def discover(
         # (`--exclude src/gen` while scanning `src`, or a file named on the command line).
         here = Path(".")
         for f in files:
-            if is_excluded(f, root, exclude) or (
-                exclude and root != here and is_excluded(f, here, exclude)
+            if exclude and (
+                is_excluded(f, root, exclude) or (root != here and is_excluded(f, here, exclude))
             ):
                 continue
             key = os.path.normpath(f)
-            seen.setdefault(key, SourceFile(Path(os.path.normpath(f)), root))
+            if key not in seen:
+                seen[key] = SourceFile(Path(key), root)
     return sorted(seen.values(), key=lambda s: s.display)
 
 

@@ -601,6 +601,13 @@ class Scanner:
         jobs = self.jobs_for(files)
         self.jobs = {j.display: j for j in jobs}
         cache = self._open_cache(paths)
+        fingerprint = _tree_fingerprint(jobs) if cache else None
+        final = cache.final(fingerprint) if cache else None
+        if final is not None:
+            # Nothing changed since the last scan of this tree: reuse its whole outcome.
+            results, self.exports, self.repo_facts = final
+            return self._collect(jobs, results, missing)
+        self._outside_read: list[str] = []
         results: dict[str, FileResult] = {}
         todo = []
         for job in jobs:
@@ -618,7 +625,19 @@ class Scanner:
         outside = self._outside_exports(jobs, results, paths)
         self.exports = self._resolve_reexports(jobs, results, outside)
         self.repo_facts = self._repo_pass(jobs, results)
-        out = ScanResult(files_seen=len(jobs), errors=missing)
+        if cache and fingerprint is not None:
+            cache.store_final(
+                fingerprint,
+                self._outside_read,
+                (results, self.exports, self.repo_facts),
+            )
+            cache.save()
+        return self._collect(jobs, results, missing)
+
+    def _collect(
+        self, jobs: list[_Job], results: dict[str, FileResult], missing: list[FileError]
+    ) -> ScanResult:
+        out = ScanResult(files_seen=len(jobs), errors=list(missing))
         for r in results.values():
             out.findings.extend(r.findings)
             if r.error:
@@ -716,6 +735,7 @@ class Scanner:
                     continue
                 path, module, package = found
                 scanned.add(path)
+                self._outside_read.append(path)
                 try:
                     text = read_source(Path(path))
                 except (OSError, UnicodeDecodeError, SyntaxError, LookupError):
@@ -798,6 +818,19 @@ def _repo_imports_of(job: _Job) -> set[str]:
     except (OSError, UnicodeDecodeError, SyntaxError, LookupError, ValueError, RecursionError):
         return set()
     return ScopeTable(tree, job.module, job.is_package, None, job.script_dir).repo_imports
+
+
+def _tree_fingerprint(jobs: list[_Job]) -> tuple:
+    """Which files, at which size and mtime: equal fingerprints mean an unchanged tree."""
+    stats = []
+    for job in jobs:
+        try:
+            st = os.stat(job.path)
+        except OSError:
+            stats.append((job.path, -1, -1))
+            continue
+        stats.append((job.path, st.st_size, st.st_mtime_ns))
+    return tuple(stats)
 
 
 def _imports_module(qual: str, modules: set[str]) -> bool:

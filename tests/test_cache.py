@@ -1,0 +1,68 @@
+"""The result cache: a repeated scan reuses results, and any change to the tree shows."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from migrate.engine import Scanner, ScanOptions
+
+
+@pytest.fixture
+def cached(tmp_path, monkeypatch):
+    monkeypatch.setenv("MIGRATE_CACHE_DIR", str(tmp_path / "cache"))
+    tree = tmp_path / "repo"
+    (tree / "pkg").mkdir(parents=True)
+    (tree / "pkg" / "__init__.py").write_text("")
+    (tree / "pkg" / "compat.py").write_text("from torch.jit import script\n")
+    (tree / "pkg" / "model.py").write_text("import torch\n\nm = torch.jit.trace(a, b)\n")
+    (tree / "pkg" / "plain.py").write_text("x = 1\n")
+
+    def scan():
+        result = Scanner(ScanOptions(use_git=False)).scan([str(tree)])
+        return sorted((os.path.basename(f.path), f.line, f.rule) for f in result.findings)
+
+    return tree, scan
+
+
+def bump(path, text):
+    """Write and move mtime forward, as an editor would a second later."""
+    path.write_text(text)
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 2_000_000_000))
+
+
+def test_warm_scan_equals_cold_scan(cached, tmp_path):
+    tree, scan = cached
+    cold = scan()
+    assert cold == [("model.py", 3, "MIG102")]
+    assert list((tmp_path / "cache").rglob("scan-*.pickle")), "no cache was written"
+    assert scan() == cold
+
+
+def test_edit_adds_and_removes_findings(cached):
+    tree, scan = cached
+    scan()
+    bump(tree / "pkg" / "plain.py", "import torch\n\nx = torch.jit.load('m.pt')\n")
+    assert ("plain.py", 3, "MIG202") in scan()
+    bump(tree / "pkg" / "model.py", "m = 1\n")
+    assert [f for f in scan() if f[0] == "model.py"] == []
+
+
+def test_reexport_change_reaches_importers(cached):
+    """A consumer's findings depend on another file: the whole-tree outcome is not reused."""
+    tree, scan = cached
+    bump(tree / "pkg" / "user.py", "from .compat import script\n\nf = script(g)\n")
+    assert ("user.py", 3, "MIG101") in scan()
+    bump(tree / "pkg" / "compat.py", "def script(f):\n    return f\n")
+    assert [f for f in scan() if f[0] == "user.py"] == []
+
+
+def test_new_and_deleted_files(cached):
+    tree, scan = cached
+    scan()
+    (tree / "pkg" / "new.py").write_text("import torch\ntorch.jit.freeze(m)\n")
+    assert ("new.py", 2, "MIG116") in scan()
+    (tree / "pkg" / "new.py").unlink()
+    assert [f for f in scan() if f[0] == "new.py"] == []
