@@ -8,6 +8,7 @@ ones, plus requirements/Dockerfiles/CI YAML), then times, in one run:
   - migrate scan, cold        (no cache)
   - migrate scan, warm        (content-hash cache filled by the cold run)
   - migrate scan on one file  (the pre-commit case)
+  - migrate apply --dry-run   (every rewrite computed and diffed, nothing written)
 and prints wall times, files per second and ratios against grep.
 """
 
@@ -74,7 +75,7 @@ def helper_{name}(x: int, y: int = {size}) -> int:
     return (x * 31 + y) % 1000003
 '''
 
-TORCH_MODEL = '''import torch
+TORCH_MODEL = """import torch
 import torch.nn as nn
 
 
@@ -89,10 +90,10 @@ class {cls}(nn.Module):
         y = torch.relu(self.bn(self.conv(x)))
         y = y.mean(dim=(2, 3))
         return self.head(y)
-'''
+"""
 
 TORCHSCRIPT_FILES = [
-    '''import torch
+    """import torch
 from torch import jit
 from .model_{i} import Model{i}
 
@@ -107,8 +108,8 @@ def export_{i}(path: str) -> None:
     example = torch.randn(1, 3, 32, 32)
     traced = torch.jit.trace(model, example)
     torch.jit.save(traced, path + "/model_{i}.pt")
-''',
-    '''import torch
+""",
+    """import torch
 import torch.jit as J
 from typing import List
 
@@ -134,8 +135,8 @@ class Block{i}(torch.nn.Module):
 
 def load_{i}(path):
     return J.load(path, map_location="cpu")
-''',
-    '''import torch
+""",
+    """import torch
 from torch.utils.mobile_optimizer import optimize_for_mobile
 
 
@@ -143,12 +144,12 @@ def ship_{i}(model, example):
     traced = torch.jit.trace(model.eval(), example)
     mobile = optimize_for_mobile(traced)
     mobile._save_for_lite_interpreter("model_{i}.ptl")
-''',
+""",
 ]
 
 # Mentions "jit" without being TorchScript: the prefilter lets these through, the parse
 # must report nothing.
-JIT_LOOKALIKE = '''from numba import jit
+JIT_LOOKALIKE = """from numba import jit
 
 
 @jit(nopython=True)
@@ -157,7 +158,7 @@ def kernel_{i}(a, b):
     for k in range(a.shape[0]):
         s += a[k] * b[k]
     return s
-'''
+"""
 
 REQUIREMENTS = "numpy==1.26.4\nrequests>=2.31\n"
 CUDA_REQUIREMENTS = (
@@ -242,8 +243,10 @@ def main() -> None:
     counts = generate(root, args.files)
     total = sum(1 for p in root.rglob("*") if p.is_file())
     size_mb = sum(p.stat().st_size for p in root.rglob("*") if p.is_file()) / 1e6
-    print(f"tree: {total} files ({size_mb:.1f} MB), {counts['torchscript']} using TorchScript, "
-          f"{counts['large']} large, {counts['other']} requirements/Dockerfiles")
+    print(
+        f"tree: {total} files ({size_mb:.1f} MB), {counts['torchscript']} using TorchScript, "
+        f"{counts['large']} large, {counts['other']} requirements/Dockerfiles"
+    )
 
     migrate = [sys.executable, "-m", "migrate", "scan", "--format", "json", "-o", os.devnull]
     grep = timed(["grep", "-rl", "jit", "."], root)
@@ -252,6 +255,9 @@ def main() -> None:
     warm = timed([*migrate, "."], root)
     one_file = next(root.rglob("export_*.py")).relative_to(root)
     single = timed([*migrate, "--no-cache", str(one_file)], root, repeat=5)
+    dry_run = timed(
+        [sys.executable, "-m", "migrate", "apply", "--dry-run", "--no-cache", "."], root, repeat=1
+    )
 
     print(f"{'run':<28}{'wall s':>9}{'files/s':>10}{'x grep':>9}")
     for label, seconds in (
@@ -261,6 +267,9 @@ def main() -> None:
     ):
         print(f"{label:<28}{seconds:>9.3f}{total / seconds:>10.0f}{seconds / grep:>9.2f}")
     print(f"{'migrate scan (one file)':<28}{single:>9.3f}")
+    print(
+        f"{'migrate apply --dry-run':<28}{dry_run:>9.3f}{total / dry_run:>10.0f}{dry_run / grep:>9.2f}"
+    )
     if not args.keep:
         shutil.rmtree(root)
 
