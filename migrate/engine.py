@@ -656,7 +656,9 @@ class Scanner:
 
     def analyze(self, display: str, text: str) -> list[Finding]:
         """Findings for an in-memory version of a scanned file (apply's later rounds)."""
-        _worker_init(self.codes, self.check_options, self.options.per_file_ignores)
+        if _WORKER_STATE.get("checks") is not self.checks:  # another Scanner ran in between
+            _worker_init(self.codes, self.check_options, self.options.per_file_ignores)
+            _WORKER_STATE["checks"] = self.checks
         repo = RepoPass(None, self.repo_facts) if self.repo_facts else None
         return analyze_loaded(self.jobs[display], text, self.exports or None, repo=repo).findings
 
