@@ -118,6 +118,16 @@ def _git_files(directory: Path) -> list[Path] | None:
     return [directory / n for n in dict.fromkeys(names) if n]
 
 
+def _git_ignored(directory: Path) -> bool:
+    try:
+        proc = subprocess.run(
+            ["git", "check-ignore", "-q", "."], cwd=directory, capture_output=True, timeout=30
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return proc.returncode == 0
+
+
 def _walk(directory: Path) -> Iterator[Path]:
     # followlinks=False: a symlinked folder is not entered, so a symlink loop cannot recurse.
     for dirpath, dirnames, filenames in os.walk(directory, followlinks=False):
@@ -138,6 +148,10 @@ def discover(
             raise UsageError(f"{path}: no such file or directory")
         if path.is_dir():
             files = _git_files(path) if use_git else None
+            if files == [] and _git_ignored(path):
+                # Named on the command line but ignored by its enclosing repository (a folder
+                # inside a virtualenv or a build tree): the user asked for it, so walk it.
+                files = None
             if files is None:
                 files = list(_walk(path))
             else:

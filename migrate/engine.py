@@ -326,15 +326,43 @@ def analyze_python(
             result.error = "cannot analyse: expressions nested too deeply"
             return result
     result.parsed = True
-    result.exports = {
-        name: qual
-        for name, qual in exported.items()
-        if qual == "torch.jit" or checks.for_symbol(qual) or not qual.startswith("torch")
-    }
+    result.exports = _reexportable(exported, checks)
     result.repo_imports = table.repo_imports
     result.facts = ctx.facts
     result.findings = _once(ctx.findings)
     return result
+
+
+def _reexportable(exported: dict[str, str], checks: CheckSet) -> dict[str, str]:
+    """The module-level names another module could import a TorchScript API through."""
+    return {
+        name: qual
+        for name, qual in exported.items()
+        if qual == "torch.jit" or checks.for_symbol(qual) or not qual.startswith("torch")
+    }
+
+
+@dataclass
+class _ExportTable:
+    exports: dict[str, str]
+    repo_imports: set[str]
+
+
+def _export_table(
+    text: str, checks: CheckSet, module: str, is_package: bool
+) -> _ExportTable | None:
+    """Only what a module re-exports (no checks run): for modules read but not reported."""
+    try:
+        with warnings.catch_warnings(), _recursion_limit(DEEP_RECURSION):
+            warnings.simplefilter("ignore")
+            table = ScopeTable(ast.parse(text), module, is_package)
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+    return _ExportTable(_reexportable(table.module_exports(), checks), table.repo_imports)
+
+
+def _installed_root(folder: str) -> bool:
+    return os.path.basename(folder) in ("site-packages", "dist-packages")
 
 
 def _once(findings: list[Finding]) -> list[Finding]:
@@ -713,7 +741,10 @@ class Scanner:
             # current folder (pre-commit and test runners start at the repository's top).
             roots = {import_root(job.path, job.module, job.is_package), os.path.abspath(".")}
             roots.add(os.path.dirname(os.path.abspath(job.path)))
-            queue.extend((root, q) for root in roots if root for q in quals)
+            # Installed packages are not the repository's own modules: never follow into them.
+            queue.extend(
+                (root, q) for root in roots if root and not _installed_root(root) for q in quals
+            )
         tables: list[dict[str, str]] = []
         scanned: set[str] | None = None  # built only when a module file turns up
         probed: set[tuple[str, str]] = set()
@@ -742,11 +773,11 @@ class Scanner:
                     text = read_source(Path(path))
                 except (OSError, UnicodeDecodeError, SyntaxError, LookupError):
                     continue
-                r = analyze_python(path, text, self.checks, module, package)
-                if r.error is None:
-                    tables.append(r.exports)
+                table = _export_table(text, self.checks, module, package)
+                if table is not None:
+                    tables.append(table.exports)
                     here = import_root(path, module, package)
-                    next_queue.extend((here, q) for q in r.repo_imports if here)
+                    next_queue.extend((here, q) for q in table.repo_imports if here)
             queue = next_queue
         return tables
 
@@ -807,6 +838,10 @@ def _close_exports(tables: Iterable[dict[str, str]]) -> dict[str, str]:
 
     out = {}
     for name, qual in raw.items():
+        # Names inside torch itself are never rewritten (ScopeTable.canonical): scanning
+        # torch's own source must not send every importer through a second pass.
+        if name.startswith("torch."):
+            continue
         final = follow(qual)
         if final and final != name:
             out[name] = final

@@ -18,6 +18,7 @@ from tests.scan_support import (
     key,
     keys,
     run_cli,
+    write_tree,
 )
 
 EXPECTED = json.loads((SCAN_FIXTURES / "mixed_repo" / "expected.json").read_text())
@@ -121,3 +122,23 @@ def test_one_file_scans_agree_with_the_whole_repo_scan(tmp_path, monkeypatch):
         assert result.errors == []
         expected = [row for row in TRACKED if row[0] == source]
         assert keys(result.findings) == expected, source
+
+
+def test_an_ignored_folder_named_on_the_command_line_is_scanned(tmp_path):
+    """git ignores `vendor/`, so a scan of the repository skips it; naming it scans it."""
+    repo = write_tree(
+        tmp_path / "repo",
+        {
+            ".gitignore": "vendor/\n",
+            "app.py": "x = 1\n",
+            "vendor/lib.py": "import torch\n\nm = torch.jit.load('m.pt')\n",
+        },
+    )
+    git(repo, "init", "-q")
+    whole = json.loads(run_cli(["scan", ".", "-f", "json"], cwd=repo).stdout)
+    assert whole["findings"] == []
+    named = run_cli(["scan", "vendor", "-f", "json"], cwd=repo)
+    assert named.code == 1
+    assert [(f["path"], f["rule"]) for f in json.loads(named.stdout)["findings"]] == [
+        ("vendor/lib.py", "MIG202")
+    ]
