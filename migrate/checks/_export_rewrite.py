@@ -532,7 +532,7 @@ def _unsupported(ctx: PythonContext, use: ast.expr, holder: ast.AST | None) -> s
     elif isinstance(holder, ast.Call):
         what = f"passed to `{_short(ctx.source(holder.func))}`"
     elif isinstance(holder, (ast.Assign, ast.AnnAssign)):
-        what = "assigned on"
+        what = "assigned to another name"
     else:
         what = "used in a way the tool does not follow"
     return (
