@@ -9,7 +9,19 @@ from pathlib import Path
 
 from migrate.engine import Scanner, ScanOptions
 from migrate.findings import FileError, Finding, ScanResult
-from migrate.fixer import FileFix, decode, dirty_files, encode, fix_source, fixable, write_atomic
+from migrate.fixer import (
+    WITH_UNSAFE,
+    WRITABLE,
+    FileFix,
+    Held,
+    decode,
+    dirty_files,
+    encode,
+    fix_source,
+    fix_units,
+    write_atomic,
+)
+from migrate.fixplan import finding_key, plan_fixes
 
 
 @dataclass
@@ -19,6 +31,8 @@ class ApplyResult:
     errors: list[FileError] = field(default_factory=list)
     skipped_dirty: list[str] = field(default_factory=list)
     written: list[str] = field(default_factory=list)
+    # Fixes not written and why (unsafe without --unsafe-fixes, a group member missing...).
+    held: list[Held] = field(default_factory=list)
 
     @property
     def changed(self) -> list[FileFix]:
@@ -58,15 +72,24 @@ def run_apply(
     *,
     dry_run: bool = False,
     allow_dirty: bool = False,
+    unsafe_fixes: bool = False,
     progress: Callable[[int], None] | None = None,
 ) -> ApplyResult:
     scanner = Scanner(options, progress)
     scan = scanner.scan(paths)
+    allowed = WITH_UNSAFE if unsafe_fixes else WRITABLE
+    # The scan planned for every fix; this run writes fewer (no unsafe ones, say), which
+    # can hold more back: a loader whose writer stays TorchScript stays too.
+    plan = plan_fixes(scan.findings, allowed, scanner.codes, scanner.facts())
+    scan.findings = plan.findings
     result = ApplyResult(scan, errors=list(scan.errors))
+    units, held = fix_units(plan.findings, allowed)
+    result.held = held
+    held_keys = {finding_key(h.finding) for h in held} | set(plan.held)
     by_path: dict[str, list[Finding]] = {}
-    for f in scan.findings:
+    for f in plan.findings:
         by_path.setdefault(f.path, []).append(f)
-    todo = [p for p, fs in by_path.items() if any(fixable(f) for f in fs)]
+    todo = sorted({f.path for u in units for f in u.findings})
     if not dry_run and not allow_dirty and todo:
         dirty = dirty_files(Path(scanner.jobs[p].path) for p in todo)
         dirty_names = {scanner.jobs[p].display for p in todo if Path(scanner.jobs[p].path) in dirty}
@@ -92,6 +115,9 @@ def run_apply(
             decoded.text,
             lambda text, d=display: scanner.analyze(d, text),
             decoded.newline,
+            allowed=allowed,
+            findings=by_path[display],
+            replan=_keep_held(by_path[display], held_keys),
         )
         result.fixes.append(fix)
         if fix.error:
@@ -101,3 +127,29 @@ def run_apply(
             write_atomic(path, encode(decoded, fix.fixed))
             result.written.append(display)
     return result
+
+
+def _keep_held(original: list[Finding], held: set) -> Callable[[list[Finding]], list[Finding]]:
+    """Later fix rounds re-analyse the file: a fix held back in the first round stays held.
+
+    Positions move as edits land, so a held finding is recognised by its rule, symbol and
+    the text of its first line, which its own (unwritten) fix never changed.
+    """
+    from migrate.fixplan import demote
+
+    signatures = {
+        (f.rule, f.symbol, f.message.split(";")[0]): f
+        for f in original
+        if finding_key(f) in held or f.autofix is None and f.fix.value == "assisted"
+    }
+
+    def replan(findings: list[Finding]) -> list[Finding]:
+        out = []
+        for f in findings:
+            before = signatures.get((f.rule, f.symbol, f.message.split(";")[0]))
+            if f.autofix is not None and before is not None:
+                f = demote(f, "held back in the first round")
+            out.append(f)
+        return out
+
+    return replan

@@ -233,6 +233,14 @@ def apply(
     allow_dirty: Annotated[
         bool, typer.Option("--allow-dirty", help="Also rewrite files with uncommitted changes.")
     ] = False,
+    unsafe_fixes: Annotated[
+        bool | None,
+        typer.Option(
+            "--unsafe-fixes/--no-unsafe-fixes",
+            help="Also write fixes that can change behaviour (each rule's fix safety says how).",
+            show_default=False,
+        ),
+    ] = None,
     select: SelectOpt = None,
     ignore: IgnoreOpt = None,
     exclude: ExcludeOpt = None,
@@ -248,9 +256,10 @@ def apply(
     from migrate.report.apply_text import render_apply
 
     with _errors(debug):
-        options, _ = build_options(
+        options, config = build_options(
             paths, select, ignore, exclude, cuda, jobs, config_file, isolated, no_cache
         )
+        unsafe = config.unsafe_fixes if unsafe_fixes is None else unsafe_fixes
         targets = list(paths)
         if out is not None:
             if out.exists() and any(out.iterdir()):
@@ -259,7 +268,12 @@ def apply(
             allow_dirty = True
         with _progress(True, "migrating") as progress:
             result = run_apply(
-                targets, options, dry_run=dry_run, allow_dirty=allow_dirty, progress=progress
+                targets,
+                options,
+                dry_run=dry_run,
+                allow_dirty=allow_dirty,
+                unsafe_fixes=unsafe,
+                progress=progress,
             )
         sys.stdout.write(render_apply(result, dry_run=dry_run, color=_use_color()))
     if result.errors:
@@ -284,13 +298,20 @@ def list_rules(
     rules = all_rules().values()
     if format == "json":
         doc = [
-            {"code": r.code, "name": r.name, "fix": r.fix.value, "title": r.title} for r in rules
+            {
+                "code": r.code,
+                "name": r.name,
+                "fix": r.fix.value,
+                "applicability": r.applicability.value if r.fix.value == "auto" else None,
+                "title": r.title,
+            }
+            for r in rules
         ]
         typer.echo(json.dumps(doc, indent=2))
         return
     width = max(len(r.name) for r in rules)
     for r in rules:
-        typer.echo(f"{r.code}  {r.name:<{width}}  {r.fix.value:<8}  {r.title}")
+        typer.echo(f"{r.code}  {r.name:<{width}}  {r.fix_label:<15}  {r.title}")
 
 
 @app.command()

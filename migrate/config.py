@@ -18,6 +18,7 @@ KNOWN_KEYS = (
     "per-file-ignores",
     "cuda",
     "format",
+    "unsafe-fixes",
     "verify",
 )
 VERIFY_KEYS = {"rtol": float, "atol": float, "samples": int, "seed": int, "device": str}
@@ -36,6 +37,7 @@ class Config:
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
     cuda: str = "13.0"
     format: str = "text"
+    unsafe_fixes: bool = False
     verify: dict[str, Any] = field(default_factory=dict)
 
 
@@ -136,6 +138,10 @@ def load_config(path: Path) -> Config:
                     f"{where}: `format` must be one of {', '.join(FORMATS)}, not {value!r}"
                 )
             config.format = value
+        elif key == "unsafe-fixes":
+            if not isinstance(value, bool):
+                raise ConfigError(f"{where}: `unsafe-fixes` must be true or false, not {value!r}")
+            config.unsafe_fixes = value
         elif key == "verify":
             if not isinstance(value, dict):
                 raise ConfigError(f"{where}: `verify` must be a table")

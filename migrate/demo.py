@@ -138,7 +138,7 @@ def run_demo(
     started = time.perf_counter()
     echo(f"Copied the sample repository to {target}")
 
-    apply_args = ["apply", "sample"]
+    apply_args = ["apply", "--unsafe-fixes", "sample"]
     if _inside_git(base):
         # The copy is untracked inside someone's work tree: apply would refuse to touch it.
         apply_args.insert(1, "--allow-dirty")
@@ -149,7 +149,11 @@ def run_demo(
             (0,),
             "A migration plan for the whole repository (open the HTML in a browser).",
         ),
-        Step(["apply", "--dry-run", "sample"], (0, 1), "The automatic rewrites, as a diff."),
+        Step(
+            ["apply", "--dry-run", "--unsafe-fixes", "sample"],
+            (0, 1),
+            "Every automatic rewrite as a diff, unsafe ones too (`migrate rules` says which).",
+        ),
         Step(apply_args, (0, 1), "Write them; what needs a person is listed."),
     ]
     failed = False

@@ -34,7 +34,7 @@ def _example_lang(rule: Rule) -> str:
 def render_rule(rule: Rule, level: int = 1) -> str:
     """One rule's documentation as Markdown; `level` is the heading level of its title."""
     h = "#" * level
-    parts = [f"{h} {rule.code} {rule.name}", "", rule.title, "", f"Fix: {rule.fix.value}", ""]
+    parts = [f"{h} {rule.code} {rule.name}", "", rule.title, "", f"Fix: {rule.fix_label}", ""]
     for heading, attr in SECTIONS:
         body = getattr(rule, attr)
         if body:
@@ -60,7 +60,7 @@ def rules_table(rules: list[Rule], link_prefix: str = "") -> str:
     lines = ["| Code | Name | Fix | Title |", "| --- | --- | --- | --- |"]
     for r in rules:
         lines.append(
-            f"| [{r.code}]({link_prefix}#{anchor(r)}) | `{r.name}` | {r.fix.value} "
+            f"| [{r.code}]({link_prefix}#{anchor(r)}) | `{r.name}` | {r.fix_label} "
             f"| {_cell(r.title)} |"
         )
     return "\n".join(lines) + "\n"
@@ -77,6 +77,9 @@ def render_rules_md(rules: dict[str, Rule] | None = None) -> str:
         f"{len(ordered)} rules. `migrate rules` lists them, `migrate explain CODE` prints one.",
         "Fix kinds: **auto** (`migrate apply` rewrites it), **assisted** (the tool knows the",
         "target but needs something from you), **manual** (no edit; the recipe is below).",
+        "An auto fix is **safe** (every caller in the repository sees the same behaviour;",
+        "`migrate apply` writes it) or **unsafe** (right in the common case; its fix safety",
+        "section says how it can differ; written only with `--unsafe-fixes`).",
         "",
         rules_table(ordered),
     ]

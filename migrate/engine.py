@@ -672,7 +672,16 @@ class Scanner:
                 out.errors.append(FileError(r.path, r.error))
             out.files_parsed += r.parsed
         out.sort()
+        # Fixes whose safety depends on other files: held back as a whole repository.
+        from migrate.fixer import WITH_UNSAFE
+        from migrate.fixplan import plan_fixes
+
+        out.findings = plan_fixes(out.findings, WITH_UNSAFE, self.codes, self.facts()).findings
         return out
+
+    def facts(self) -> object | None:
+        """Repository facts for the fix planner (migrate.analysis), built on demand."""
+        return None
 
     def _open_cache(self, paths: Iterable[str | Path]) -> ResultCache | None:
         if not self.options.cache:

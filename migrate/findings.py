@@ -7,6 +7,72 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 
+@dataclass(frozen=True, order=True)
+class Edit:
+    """Replace text[start:end] (character offsets) with `text`; "\\n" follows the file's newline."""
+
+    start: int
+    end: int
+    text: str
+
+
+class Applicability(str, enum.Enum):
+    """What a fix promises (ruff's applicability): which runs may write it."""
+
+    SAFE = "safe"  # every caller in the repository sees the same behaviour
+    UNSAFE = "unsafe"  # right in the common case; the rule's fix_safety says how it can differ
+    DISPLAY = "display"  # shown as a suggestion, never written
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True, order=True)
+class ImportSpec:
+    """An import a fix needs: `import module [as alias]` or `from module import name [as alias]`."""
+
+    module: str
+    name: str | None = None
+    alias: str | None = None
+
+    @classmethod
+    def parse(cls, spec: str) -> ImportSpec:
+        """'import a.b [as c]' or 'from a.b import c [as d]'."""
+        words = spec.split()
+        if words[0] == "import":
+            return cls(words[1], None, words[3] if len(words) > 3 else None)
+        return cls(words[1], words[3], words[5] if len(words) > 5 else None)
+
+    @property
+    def bound_name(self) -> str:
+        """The name this import binds in the module."""
+        if self.alias:
+            return self.alias
+        return self.name if self.name else self.module.split(".")[0]
+
+    def statement(self) -> str:
+        alias = f" as {self.alias}" if self.alias else ""
+        if self.name is None:
+            return f"import {self.module}{alias}"
+        return f"from {self.module} import {self.name}{alias}"
+
+
+@dataclass(frozen=True)
+class Fix:
+    """One finding's fix: text edits, the imports they need, what it promises, its group.
+
+    Fixes that share a `group` are written together or not at all; `members` names every
+    finding of the group (`RULE@line:column`) so that a run missing one of them (deselected,
+    suppressed, held back) writes none of it.
+    """
+
+    edits: tuple[Edit, ...]
+    imports: tuple[ImportSpec, ...] = ()
+    applicability: Applicability = Applicability.SAFE
+    group: str | None = None
+    members: tuple[str, ...] = ()
+
+
 class FixKind(str, enum.Enum):
     """How far `migrate apply` can take a finding (see STYLE: auto / assisted / manual)."""
 
@@ -35,13 +101,26 @@ class Finding:
     symbol: str
     message: str
     fix: FixKind = FixKind.MANUAL
-    # Rule-specific data the fixer needs (kept out of reports).
+    # Rule-specific data (kept out of reports).
     data: tuple[tuple[str, Any], ...] = field(default=(), compare=False, repr=False)
+    # The edits `migrate apply` may write, with their promise; None for assisted/manual.
+    autofix: Fix | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def key(self) -> str:
+        """How a group fix names its members."""
+        return f"{self.rule}@{self.line}:{self.column}"
+
+    @property
+    def applicability(self) -> Applicability | None:
+        return self.autofix.applicability if self.autofix is not None else None
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d.pop("data")
+        d.pop("autofix")
         d["fix"] = self.fix.value
+        d["applicability"] = self.applicability.value if self.applicability else None
         return d
 
     def get(self, key: str, default: Any = None) -> Any:

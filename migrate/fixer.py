@@ -7,6 +7,7 @@ rename from a temp file in the same folder, and encoding, BOM, newlines and mode
 from __future__ import annotations
 
 import ast
+import bisect
 import codecs
 import difflib
 import io
@@ -15,12 +16,16 @@ import stat
 import subprocess
 import tempfile
 import tokenize
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from migrate.checks.base import Edit, LineIndex
-from migrate.findings import Finding, FixKind
+from migrate.findings import Applicability, Finding, ImportSpec
+
+# What `migrate apply` writes by default; --unsafe-fixes adds Applicability.UNSAFE.
+WRITABLE = frozenset({Applicability.SAFE})
+WITH_UNSAFE = frozenset({Applicability.SAFE, Applicability.UNSAFE})
 
 MAX_ROUNDS = 5
 
@@ -53,12 +58,21 @@ def encode(decoded: Decoded, text: str) -> bytes:
 
 
 @dataclass
+class Held:
+    """A fix that is not written, and why (a group member missing, an unsafe fix...)."""
+
+    finding: Finding
+    reason: str
+
+
+@dataclass
 class FileFix:
     path: str
     original: str
     fixed: str
     applied: list[Finding] = field(default_factory=list)
     remaining: list[Finding] = field(default_factory=list)
+    held: list[Held] = field(default_factory=list)
     error: str | None = None
 
     @property
@@ -78,21 +92,127 @@ class FileFix:
         )
 
 
-def fixable(finding: Finding) -> bool:
-    return finding.fix is not FixKind.MANUAL and bool(finding.get("edits"))
+def fixable(finding: Finding, allowed: Collection[Applicability] = WRITABLE) -> bool:
+    """A finding whose fix this run may write."""
+    return finding.autofix is not None and finding.autofix.applicability in allowed
 
 
-def choose_edits(findings: Iterable[Finding]) -> tuple[list[Finding], list[Edit]]:
-    """Take whole findings whose edits do not overlap those already taken (first wins)."""
-    taken: list[Finding] = []
-    edits: list[Edit] = []
-    for finding in sorted(findings, key=lambda f: (f.line, f.column, f.rule)):
-        mine = list(finding.get("edits", ()))
-        if any(_overlaps(e, other) for e in mine for other in edits):
+@dataclass
+class _Unit:
+    """What is written whole or not at all: one finding's fix, or one group's."""
+
+    findings: list[Finding]
+    edits: list[Edit]
+
+    @property
+    def first(self) -> tuple[int, int, str]:
+        f = self.findings[0]
+        return (f.line, f.column, f.rule)
+
+
+def fix_units(
+    findings: Iterable[Finding], allowed: Collection[Applicability] = WRITABLE
+) -> tuple[list[_Unit], list[Held]]:
+    """Gather the writable fixes into units; a group missing a member, or with a member this
+    run may not write, is held back whole (ruff's isolation groups)."""
+    singles: list[_Unit] = []
+    groups: dict[tuple[str, str], list[Finding]] = {}
+    held: list[Held] = []
+    present: set[tuple[str, str]] = set()
+    for f in findings:
+        if f.autofix is None:
             continue
-        taken.append(finding)
-        edits.extend(mine)
-    return taken, sorted(edits)
+        present.add((f.path, f.key))
+        if f.autofix.group is not None:
+            groups.setdefault((f.path, f.autofix.group), []).append(f)
+        elif f.autofix.applicability in allowed:
+            singles.append(_Unit([f], list(f.autofix.edits)))
+        else:
+            held.append(Held(f, _not_allowed(f)))
+    for members in groups.values():
+        reason = _group_problem(members, present, allowed)
+        if reason is not None:
+            held.extend(Held(m, reason) for m in members)
+            continue
+        edits = sorted({e for m in members for e in m.autofix.edits})  # type: ignore[union-attr]
+        singles.append(_Unit(members, edits))
+    return singles, held
+
+
+def _not_allowed(f: Finding) -> str:
+    assert f.autofix is not None
+    if f.autofix.applicability is Applicability.DISPLAY:
+        return "display-only fix: shown as a suggestion, never written"
+    return "unsafe fix (see `migrate explain " + f.rule + "`): pass --unsafe-fixes to write it"
+
+
+def _group_problem(
+    members: list[Finding], present: set[tuple[str, str]], allowed: Collection[Applicability]
+) -> str | None:
+    expected = members[0].autofix.members if members[0].autofix else ()
+    for key in expected:
+        if (members[0].path, key) not in present:
+            return (
+                f"its group also needs {key.replace('@', ' at line ', 1).replace(':', ', col ')}"
+                ", which is not selected or is suppressed; nothing of the group is written"
+            )
+    for m in members:
+        if m.autofix is not None and m.autofix.applicability not in allowed:
+            return f"its group holds {m.rule} at line {m.line}: {_not_allowed(m)}"
+    return None
+
+
+def choose_edits(
+    findings: Iterable[Finding], allowed: Collection[Applicability] = WRITABLE
+) -> tuple[list[Finding], list[Edit]]:
+    """Take whole units whose edits do not overlap those already taken (first wins)."""
+    units, _ = fix_units(findings, allowed)
+    return take_units(units)
+
+
+def take_units(units: list[_Unit]) -> tuple[list[Finding], list[Edit]]:
+    taken: list[Finding] = []
+    spans = _Spans()
+    edits: list[Edit] = []
+    for unit in sorted(units, key=lambda u: u.first):
+        if any(spans.collides(e) for e in unit.edits):
+            continue
+        for e in unit.edits:
+            spans.add(e)
+        taken.extend(unit.findings)
+        edits.extend(unit.edits)
+    return taken, sorted(set(edits))
+
+
+class _Spans:
+    """Edits taken so far, sorted by start, for overlap checks in O(log n) (a file can hold
+    thousands of findings)."""
+
+    def __init__(self) -> None:
+        self.starts: list[int] = []
+        self.edits: list[Edit] = []
+        self.seen: set[Edit] = set()
+
+    def collides(self, e: Edit) -> bool:
+        if e in self.seen:
+            return False
+        i = bisect.bisect_left(self.starts, e.start)
+        # Taken edits do not overlap each other, so only the two before `e` and those that
+        # start inside it can collide with it.
+        j = max(i - 2, 0)
+        while j < len(self.edits) and (j < i or self.starts[j] <= e.end):
+            if _overlaps(e, self.edits[j]):
+                return True
+            j += 1
+        return False
+
+    def add(self, e: Edit) -> None:
+        if e in self.seen:
+            return
+        i = bisect.bisect_left(self.starts, e.start)
+        self.starts.insert(i, e.start)
+        self.edits.insert(i, e)
+        self.seen.add(e)
 
 
 def _overlaps(a: Edit, b: Edit) -> bool:
@@ -125,9 +245,10 @@ def apply_edits(text: str, edits: list[Edit], newline: str) -> str:
 def _import_specs(findings: Iterable[Finding]) -> list[str]:
     specs: list[str] = []
     for f in findings:
-        for spec in f.get("imports", ()):
-            if spec not in specs:
-                specs.append(spec)
+        for spec in f.autofix.imports if f.autofix else ():
+            statement = spec.statement() if isinstance(spec, ImportSpec) else spec
+            if statement not in specs:
+                specs.append(statement)
     return specs
 
 
@@ -338,10 +459,8 @@ def _bound_imports(tree: ast.Module) -> dict[str, str]:
 
 def _parse_spec(spec: str) -> tuple[str, str | None, str | None]:
     """'import a.b [as c]' or 'from a.b import c [as d]' -> (module, obj, asname)."""
-    words = spec.split()
-    if words[0] == "import":
-        return words[1], None, (words[3] if len(words) > 3 else None)
-    return words[1], words[3], (words[5] if len(words) > 5 else None)
+    parsed = ImportSpec.parse(spec)
+    return parsed.module, parsed.name, parsed.alias
 
 
 def _already_bound(spec: str, bound: dict[str, str]) -> bool:
@@ -380,19 +499,31 @@ def validate(path: str, text: str) -> str | None:
 
 
 def fix_source(
-    path: str, text: str, analyze: Callable[[str], list[Finding]], newline: str = "\n"
+    path: str,
+    text: str,
+    analyze: Callable[[str], list[Finding]],
+    newline: str = "\n",
+    *,
+    allowed: Collection[Applicability] = WRITABLE,
+    findings: list[Finding] | None = None,
+    replan: Callable[[list[Finding]], list[Finding]] | None = None,
 ) -> FileFix:
-    """Run analyze/fix rounds on one file's text until nothing fixable is left."""
+    """Run analyze/fix rounds on one file's text until nothing writable is left.
+
+    `findings` are the first round's (the planned scan's); later rounds analyse the new text
+    and pass it through `replan`, so that a fix the repository planner held back stays held.
+    """
     result = FileFix(path, text, text)
     current = text
     was_valid = validate(path, text) is None
     applied: list[Finding] = []
-    findings = analyze(current)
+    findings = analyze(current) if findings is None else findings
+    held: list[Held] = []
     for _ in range(MAX_ROUNDS):
-        candidates = [f for f in findings if fixable(f)]
-        if not candidates:
+        units, held = fix_units(findings, allowed)
+        if not units:
             break
-        taken, edits = choose_edits(candidates)
+        taken, edits = take_units(units)
         new = apply_edits(current, edits, newline)
         if path.endswith((".py", ".pyi")):
             try:
@@ -411,9 +542,12 @@ def fix_source(
         applied.extend(taken)
         current = new
         findings = analyze(current)
+        if replan is not None:
+            findings = replan(findings)
     result.fixed = current
     result.applied = applied
     result.remaining = findings
+    result.held = held
     return result
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from migrate.findings import FixKind
+from migrate.findings import Applicability, FixKind
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
@@ -32,6 +32,8 @@ class Rule:
     title: str
     fix: FixKind
     target: str  # "python" or "text"
+    # What its written fixes promise by default (a check may say less for one finding).
+    applicability: Applicability = Applicability.SAFE
     what: str = ""
     why: str = ""
     use_instead: str = ""
@@ -41,6 +43,13 @@ class Rule:
     symbols: tuple[str, ...] = ()
     replacement: str = ""
     extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def fix_label(self) -> str:
+        """`auto (safe)`, `auto (unsafe)`, `assisted`, `manual`."""
+        if self.fix is FixKind.AUTO:
+            return f"auto ({self.applicability.value})"
+        return self.fix.value
 
     def matches_symbol(self, qualname: str) -> bool:
         return any(
@@ -67,6 +76,7 @@ def _load_rule(path: Path) -> Rule:
         "example",
         "symbols",
         "replacement",
+        "applicability",
     }
     return Rule(
         code=data["code"],
@@ -74,6 +84,7 @@ def _load_rule(path: Path) -> Rule:
         title=data["title"],
         fix=FixKind(data["fix"]),
         target=data["target"],
+        applicability=Applicability(data.get("applicability", "safe")),
         what=(data.get("what") or "").strip(),
         why=(data.get("why") or "").strip(),
         use_instead=(data.get("use_instead") or "").strip(),

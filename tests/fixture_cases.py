@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from migrate.engine import check_source
-from migrate.fixer import fix_source, fixable
+from migrate.fixer import WITH_UNSAFE, fix_source, fixable
 
 ROOT = Path(__file__).resolve().parent.parent
 RULE_FIXTURES = ROOT / "fixtures" / "rules"
@@ -51,6 +51,25 @@ def all_cases(codes_prefix: str = "MIG") -> list[Case]:
     return cases
 
 
+# Rules whose fixes form groups (a capture, its saves, its lowering): a case of one of them
+# runs all of them, since a group is written only when all its members are selected.
+GROUP_FAMILY = ("MIG101", "MIG102", "MIG103", "MIG201", "MIG203", "MIG204")
+
+
+def group_family(code: str) -> list[str]:
+    return list(GROUP_FAMILY) if code in GROUP_FAMILY else [code]
+
+
+def with_group_members(findings, code: str):
+    """The case's own findings and the other members of their groups (nothing else)."""
+    groups = {f.autofix.group for f in findings if f.rule == code and f.autofix}
+    return [
+        f
+        for f in findings
+        if f.rule == code or (f.autofix is not None and f.autofix.group in groups - {None})
+    ]
+
+
 def read(path: Path) -> str:
     with open(path, encoding="utf-8", newline="") as handle:
         return handle.read()
@@ -62,7 +81,11 @@ def write(path: Path, text: str) -> None:
 
 
 def format_findings(findings) -> str:
-    return "".join(f"{f.line}:{f.column} {f.rule} [{f.fix.value}] {f.message}\n" for f in findings)
+    return "".join(f"{f.line}:{f.column} {f.rule} [{_kind(f)}] {f.message}\n" for f in findings)
+
+
+def _kind(f) -> str:
+    return f"{f.fix.value}, {f.applicability.value}" if f.autofix else f.fix.value
 
 
 def run_case(case: Case) -> None:
@@ -70,11 +93,13 @@ def run_case(case: Case) -> None:
     newline = "\r\n" if "\r\n" in source else "\n"
 
     def analyze(text: str):
-        return check_source(text, [case.code], path=case.checked_as)
+        return with_group_members(
+            check_source(text, group_family(case.code), case.checked_as), case.code
+        )
 
     # 1-2. Findings of this code only, against the golden list.
     findings = analyze(source)
-    got = format_findings(findings)
+    got = format_findings([f for f in findings if f.rule == case.code])
     expected_path = case.sibling("findings")
     if UPDATE:
         write(expected_path, got)
@@ -82,7 +107,8 @@ def run_case(case: Case) -> None:
     assert got == read(expected_path), f"findings differ for {case}"
 
     # 3. Fixes against the golden after-file (or unchanged when there is none).
-    fixed = fix_source(case.checked_as, source, analyze, newline)
+    # Fixture pairs show every fix a rule writes, unsafe ones included.
+    fixed = fix_source(case.checked_as, source, analyze, newline, allowed=WITH_UNSAFE)
     assert fixed.error is None, fixed.error
     after_path = case.sibling("after")
     if UPDATE:
@@ -97,6 +123,7 @@ def run_case(case: Case) -> None:
         assert fixed.fixed == source, f"{case} changed but has no .after file"
 
     # 4. Idempotent: nothing fixable is left, a second run changes nothing.
-    assert not [f for f in analyze(fixed.fixed) if fixable(f)], f"{case}: fixable findings remain"
-    again = fix_source(case.checked_as, fixed.fixed, analyze, newline)
+    left = [f for f in analyze(fixed.fixed) if fixable(f, WITH_UNSAFE)]
+    assert not left, f"{case}: fixable findings remain"
+    again = fix_source(case.checked_as, fixed.fixed, analyze, newline, allowed=WITH_UNSAFE)
     assert again.fixed == fixed.fixed

@@ -76,7 +76,7 @@ def test_migrated_sample_computes_what_the_original_did(tmp_path):
     migrated = tmp_path / "migrated"
     shutil.copytree(SAMPLE / "before", original)
     shutil.copytree(SAMPLE / "before", migrated)
-    applied = migrate("apply", str(migrated))
+    applied = migrate("apply", "--unsafe-fixes", str(migrated))
     assert applied.returncode == 0, applied.stdout + applied.stderr
 
     runs = {

@@ -50,7 +50,12 @@ def test_interrupt_between_renames(tmp_path, monkeypatch):
 
     monkeypatch.setattr(os, "replace", replace)
     with pytest.raises(KeyboardInterrupt):
-        run_apply([str(root)], ScanOptions(use_git=False, cache=False), allow_dirty=True)
+        run_apply(
+            [str(root)],
+            ScanOptions(use_git=False, cache=False),
+            allow_dirty=True,
+            unsafe_fixes=True,
+        )
     assert check_whole(root, 12) == 4
 
 
@@ -62,7 +67,17 @@ def test_sigint_to_a_real_apply(tmp_path):
     make_tree(root, n)
     env = {**os.environ, "MIGRATE_CACHE_DIR": str(tmp_path / "cache")}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "migrate", "apply", "--jobs", "1", "--allow-dirty", str(root)],
+        [
+            sys.executable,
+            "-m",
+            "migrate",
+            "apply",
+            "--jobs",
+            "1",
+            "--allow-dirty",
+            "--unsafe-fixes",
+            str(root),
+        ],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -56,7 +56,7 @@ def assert_same_tree(got: Path, expected: Path) -> None:
 
 
 def test_apply_matches_golden_tree_and_second_run_is_a_no_op(sample):
-    first = migrate("apply", str(sample))
+    first = migrate("apply", "--unsafe-fixes", str(sample))
     assert first.returncode == 0, first.stdout + first.stderr
     assert "MIG102" in first.stdout and "left for review" not in first.stdout
     for code in ("MIG301", "MIG302", "MIG304", "MIG305", "MIG306"):  # requirements, image, CI
@@ -64,7 +64,7 @@ def test_apply_matches_golden_tree_and_second_run_is_a_no_op(sample):
     assert_same_tree(sample, SAMPLE / "after")
 
     before = digest(sample)
-    second = migrate("apply", str(sample))
+    second = migrate("apply", "--unsafe-fixes", str(sample))
     assert second.returncode == 0, second.stdout + second.stderr
     assert "Fixed 0 findings in 0 files." in second.stdout
     assert digest(sample) == before
@@ -72,7 +72,7 @@ def test_apply_matches_golden_tree_and_second_run_is_a_no_op(sample):
 
 def test_dry_run_prints_the_diff_and_writes_nothing(sample):
     before = digest(sample)
-    result = migrate("apply", "--dry-run", str(sample))
+    result = migrate("apply", "--unsafe-fixes", "--dry-run", str(sample))
     assert result.returncode == 1, result.stdout + result.stderr
     assert digest(sample) == before
     assert not list(sample.rglob("*.migrate-tmp"))
@@ -85,7 +85,7 @@ def test_dry_run_prints_the_diff_and_writes_nothing(sample):
 def test_cuda_13_2_keeps_each_index_with_the_torch_pin_it_serves(sample):
     """torch 2.9.1 has no cu132 wheels: index, pins and the CI's wheel tag stay on cu128 and
     are left for review; what does not depend on the torch release moves to 13.2."""
-    result = migrate("apply", "--cuda", "13.2", str(sample))
+    result = migrate("apply", "--unsafe-fixes", "--cuda", "13.2", str(sample))
     assert result.returncode == 1, result.stdout + result.stderr
     before = SAMPLE / "before"
     assert (sample / "requirements.txt").read_bytes() == (before / "requirements.txt").read_bytes()
@@ -103,7 +103,7 @@ def test_cuda_13_2_keeps_each_index_with_the_torch_pin_it_serves(sample):
 def test_out_writes_a_migrated_copy_and_leaves_the_original(sample, tmp_path):
     before = digest(sample)
     out = tmp_path / "migrated"
-    result = migrate("apply", "--out", str(out), str(sample))
+    result = migrate("apply", "--unsafe-fixes", "--out", str(out), str(sample))
     assert result.returncode == 0, result.stdout + result.stderr
     assert digest(sample) == before
     assert_same_tree(out / sample.name, SAMPLE / "after")
@@ -113,7 +113,7 @@ def test_out_refuses_a_non_empty_folder(sample, tmp_path):
     out = tmp_path / "busy"
     out.mkdir()
     (out / "keep.txt").write_text("mine")
-    result = migrate("apply", "--out", str(out), str(sample))
+    result = migrate("apply", "--unsafe-fixes", "--out", str(out), str(sample))
     assert result.returncode == 2
     assert "not empty" in result.stderr
     assert (out / "keep.txt").read_text() == "mine"

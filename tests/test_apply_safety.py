@@ -4,6 +4,7 @@ not parse, rewrites that would not parse and uncommitted work are left alone."""
 from __future__ import annotations
 
 import codecs
+import dataclasses
 import os
 import shutil
 import stat
@@ -12,7 +13,7 @@ import subprocess
 import pytest
 
 from migrate.checks.base import Edit
-from migrate.findings import Finding, FixKind
+from migrate.findings import Finding, Fix, FixKind
 from migrate.fixer import fix_source
 from tests.test_apply_repo import digest, migrate
 
@@ -64,7 +65,7 @@ def test_output_that_would_not_parse_is_never_produced():
         "torch.jit.unused",
         "test",
         FixKind.AUTO,
-        data=(("edits", (Edit(27, 43, "@@@"),)),),
+        autofix=Fix((Edit(27, 43, "@@@"),)),
     )
     result = fix_source("m.py", SCRIPTED, lambda text: [bad] if text == SCRIPTED else [])
     assert result.error is not None and "invalid code" in result.error
@@ -79,17 +80,18 @@ def test_fix_that_breaks_syntax_is_skipped_by_apply(tmp_path, monkeypatch):
     path.write_text(SCRIPTED)
     real = apply_mod.fix_source
 
-    def breaking(display, text, analyze, newline):
-        def bad_analyze(current):
-            found = analyze(current)
+    def breaking(display, text, analyze, newline, findings=None, **kw):
+        def broken(found):
             return [
-                Finding(**{**f.to_dict(), "fix": f.fix}, data=(("edits", (Edit(0, 6, "def"),)),))
+                dataclasses.replace(f, autofix=Fix((Edit(0, 6, "def"),)))
                 if f.rule == "MIG104"
                 else f
                 for f in found
             ]
 
-        return real(display, text, bad_analyze, newline)
+        return real(
+            display, text, lambda t: broken(analyze(t)), newline, findings=broken(findings), **kw
+        )
 
     monkeypatch.setattr(apply_mod, "fix_source", breaking)
     result = apply_mod.run_apply([str(path)], ScanOptions(use_git=False), allow_dirty=True)

@@ -24,15 +24,24 @@ def test_rules_lists_every_rule_with_its_fix_kind_and_title():
     rules = all_rules()
     assert len(lines) == len(rules)
     for line, rule in zip(lines, rules.values(), strict=True):
-        code, name, fix, title = line.split(maxsplit=3)
-        assert (code, name, fix, title) == (rule.code, rule.name, rule.fix.value, rule.title)
+        code, name, rest = line.split(maxsplit=2)
+        assert (code, name) == (rule.code, rule.name)
+        fix, title = rest[:15].strip(), rest[15:].strip()
+        assert (fix, title) == (rule.fix_label, rule.title)
+    # Each auto rule says what its fixes promise.
+    assert "MIG111  jit-annotate" in proc.stdout and "auto (safe)" in proc.stdout
+    assert "auto (unsafe)" in proc.stdout
 
 
 def test_rules_json():
     proc = migrate("rules", "--format", "json")
     doc = json.loads(proc.stdout)
     assert [r["code"] for r in doc] == sorted(all_rules())
-    assert doc[0].keys() == {"code", "name", "fix", "title"}
+    assert doc[0].keys() == {"code", "name", "fix", "applicability", "title"}
+    by_code = {r["code"]: r for r in doc}
+    assert by_code["MIG111"]["applicability"] == "safe"
+    assert by_code["MIG102"]["applicability"] == "unsafe"
+    assert by_code["MIG117"]["applicability"] is None  # manual: nothing to write
     proc = migrate("rules", "--format", "yaml")
     assert proc.returncode == 2
     assert "--format must be text or json" in proc.stderr

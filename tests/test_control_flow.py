@@ -231,7 +231,7 @@ def test_class_captured_in_another_file_is_analysed(tmp_path, filler):
     assert [(f["path"], f["line"], f["fix"]) for f in findings] == [("model.py", 13, "auto")]
     assert "`Net.forward`" in findings[0]["message"]
 
-    proc = _migrate("apply", "--select", "MIG131", "--allow-dirty", ".", cwd=repo)
+    proc = _migrate("apply", "--unsafe-fixes", "--select", "MIG131", "--allow-dirty", ".", cwd=repo)
     assert proc.returncode in (0, 1), proc.stderr
     fixed = (repo / "model.py").read_text()
     assert "torch.cond(h.sum() > 0, _true_branch_1, _false_branch_1, (h,))" in fixed

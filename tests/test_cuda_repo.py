@@ -94,7 +94,7 @@ def test_scan_reports_every_file_kind_and_no_negative(work: Path, tmp_path: Path
 
 def test_apply_matches_after_tree_and_is_idempotent(work: Path, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
-    proc = run("apply", "repo", "--allow-dirty", cwd=tmp_path, env_dir=cache)
+    proc = run("apply", "--unsafe-fixes", "repo", "--allow-dirty", cwd=tmp_path, env_dir=cache)
     # Assisted findings stay (arch lists, pinned cuDNN, pytorch-cuda, the version test): exit 1.
     assert proc.returncode == 1, proc.stdout + proc.stderr
     expected = files(REPO / "after")
@@ -107,15 +107,22 @@ def test_apply_matches_after_tree_and_is_idempotent(work: Path, tmp_path: Path) 
         b"\r\n", b""
     )
     # A second run changes nothing.
-    again = run("apply", "repo", "--dry-run", cwd=tmp_path, env_dir=cache)
+    again = run("apply", "--unsafe-fixes", "repo", "--dry-run", cwd=tmp_path, env_dir=cache)
     assert again.returncode == 0, again.stdout + again.stderr
-    run("apply", "repo", "--allow-dirty", cwd=tmp_path, env_dir=cache)
+    run("apply", "--unsafe-fixes", "repo", "--allow-dirty", cwd=tmp_path, env_dir=cache)
     assert files(work) == expected
 
 
 def test_apply_cuda_13_2(work: Path, tmp_path: Path) -> None:
     proc = run(
-        "apply", "repo", "--allow-dirty", "--cuda", "13.2", cwd=tmp_path, env_dir=tmp_path / "cache"
+        "apply",
+        "--unsafe-fixes",
+        "repo",
+        "--allow-dirty",
+        "--cuda",
+        "13.2",
+        cwd=tmp_path,
+        env_dir=tmp_path / "cache",
     )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     requirements = (work / "requirements.txt").read_text()

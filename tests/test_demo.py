@@ -38,8 +38,8 @@ def test_demo_runs_every_step_on_a_copy(tmp_path):
     steps = [
         "$ migrate scan sample",
         "$ migrate report sample --format html -o sample-plan.html",
-        "$ migrate apply --dry-run sample",
-        "$ migrate apply sample",
+        "$ migrate apply --dry-run --unsafe-fixes sample",
+        "$ migrate apply --unsafe-fixes sample",
     ]
     positions = [out.index(s) for s in steps]
     assert positions == sorted(positions)
@@ -82,7 +82,11 @@ def test_demo_on_the_bundled_sample(tmp_path):
     proc = demo("--dir", str(tmp_path / "work"), cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     out = proc.stdout
-    for step in ("$ migrate scan sample", "$ migrate apply --dry-run sample", "$ migrate apply"):
+    for step in (
+        "$ migrate scan sample",
+        "$ migrate apply --dry-run --unsafe-fixes sample",
+        "$ migrate apply",
+    ):
         assert step in out
     assert "\n+" in out and "\n-" in out  # a diff was shown
     # The CUDA 12.8 assumptions in requirements.txt, the Dockerfile and the CI workflow (a

@@ -215,12 +215,12 @@ def test_text_grouped_by_file_with_summary(tree):
     assert not ANSI.search(out)  # piped: no colour
     lines = out.splitlines()
     first = lines.index("pkg/my model.py")
-    assert lines[first + 1].startswith("  3:7 MIG102 [auto] ")
-    assert lines[first + 2].startswith("  7:18 MIG201 [auto] ")
+    assert lines[first + 1].startswith("  3:7 MIG102 [auto, unsafe] ")
+    assert lines[first + 2].startswith("  7:18 MIG201 [auto, unsafe] ")
     assert lines[first + 3].startswith("  8:8 MIG119 [manual] ")
     second = lines.index("pkg/serve.py")
     assert second > first + 3
-    assert lines[second + 1].startswith("  3:5 MIG202 [auto] ")
+    assert lines[second + 1].startswith("  3:5 MIG202 [auto, unsafe] ")
     assert "Found 4 findings in 2 files (3 scanned)." in lines
     by_rule = [line.split() for line in lines if re.match(r"^\s+\d+\s+MIG\d{3}\s", line)]
     assert [(r[0], r[1]) for r in by_rule] == [

@@ -25,11 +25,16 @@ from migrate.checks._flow import (
     statement_of,
     value_origin,
 )
-from migrate.checks.base import Edit, PythonContext
+from migrate.checks.base import Edit, GroupFix, PythonContext
 from migrate.pyscope import Scope
 
 JIT_CAPTURES = frozenset({"torch.jit.trace", "torch.jit.trace_module", "torch.jit.script"})
 JIT_PASSES = frozenset({"torch.jit.freeze", "torch.jit.optimize_for_inference"})
+CAPTURE_RULES = {
+    "torch.jit.script": "MIG101",
+    "torch.jit.trace": "MIG102",
+    "torch.jit.trace_module": "MIG103",
+}
 EP_MAKERS = frozenset({"torch.export.export", "torch.export.load"})
 OPTIMIZE_FOR_MOBILE = "torch.utils.mobile_optimizer.optimize_for_mobile"
 LITE_LOADS = frozenset(
@@ -101,10 +106,23 @@ class Fix:
     imports: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     problem: str | None = None
+    # The findings that carry these edits (rule, reported node): written all or none.
+    members: list[tuple[str, ast.AST]] = field(default_factory=list)
+    # export's (args, kwargs) source texts, and what the fix promises when it is known to be
+    # more than the rule's default (None: the rule's).
+    example: tuple[str, str | None] | None = None
+    applicability: str | None = None
 
     @property
     def auto(self) -> bool:
         return self.problem is None
+
+    def member(self, code: str, node: ast.AST) -> None:
+        if all(n is not node or c != code for c, n in self.members):
+            self.members.append((code, node))
+
+    def group(self) -> GroupFix | None:
+        return GroupFix(list(self.members)) if self.members else None
 
     def need(self, spelled: tuple[str, tuple[str, ...]]) -> str:
         text, imports = spelled
@@ -304,6 +322,7 @@ def _capture_fix(ctx: PythonContext, call: ast.Call) -> Fix:
     uses, where = result_uses(ctx, call, scope)
     if where is not None:
         return fix.fail(where)
+    fix.member(CAPTURE_RULES.get(qual or "", "MIG101"), call)
     if qual == "torch.jit.trace":
         export = _trace_export(ctx, call, scope, fix)
     elif qual == "torch.jit.trace_module":
@@ -322,7 +341,44 @@ def _capture_fix(ctx: PythonContext, call: ast.Call) -> Fix:
             return fix
     if not absorbed:
         fix.edits.append(Edit(*ctx.span(call), export))
+    if _called_as_exported(ctx, uses, fix.example):
+        fix.applicability = "safe"
     return fix
+
+
+def _called_as_exported(
+    ctx: PythonContext, uses: list[ast.expr], example: tuple[str, str | None] | None
+) -> bool:
+    """Every use calls the result with the very inputs it was exported with: export's
+    shape specialisation then holds for each call, so callers see what trace gave them."""
+    if example is None or not uses:
+        return False
+    args, kwargs = example
+    accepted = {_squash(args)}
+    if kwargs is None and args.startswith("tuple(") and " if isinstance(" in args:
+        # The run-time normaliser: a one-argument call passes that one input as is.
+        accepted.add(_squash(f"({args[len('tuple(') : args.index(')')]},)"))
+    for use in uses:
+        holder = parent(ctx, use)
+        if not (isinstance(holder, ast.Call) and holder.func is use):
+            return False
+        if any(isinstance(a, ast.Starred) for a in holder.args) or any(
+            k.arg is None for k in holder.keywords
+        ):
+            return False
+        called = tuple_display(ctx, list(holder.args))
+        called_kw = None
+        if holder.keywords:
+            called_kw = (
+                "{" + ", ".join(f'"{k.arg}": {ctx.source(k.value)}' for k in holder.keywords) + "}"
+            )
+        if _squash(called) not in accepted or _squash(called_kw) != _squash(kwargs):
+            return False
+    return True
+
+
+def _squash(text: str | None) -> str | None:
+    return None if text is None else "".join(text.split())
 
 
 def result_uses(
@@ -345,6 +401,7 @@ def result_uses(
 
 def _export_call(ctx, fix, scope, module: ast.expr, args: str, kwargs: str | None) -> str:
     export = fix.need(ctx.spell("torch.export.export", scope))
+    fix.example = (args, kwargs)
     text = f"{export}({ctx.source(module)}, {args}"
     if kwargs:
         text += f", kwargs={kwargs}"
@@ -498,6 +555,7 @@ def program_use(
     if isinstance(holder, ast.Call) and holder.args and holder.args[0] is use:
         qual = ctx.qualname(holder.func)
         if qual == "torch.jit.save":
+            fix.member("MIG201", holder)
             return _jit_save_edits(ctx, holder, scope, fix)
         if qual in ("torch.export.save", "executorch.exir.to_edge_transform_and_lower"):
             return False
@@ -508,6 +566,7 @@ def program_use(
         method = parent(ctx, holder)
         if isinstance(method, ast.Call) and method.func is holder:
             if holder.attr == "save":
+                fix.member("MIG201", method)
                 return _method_save(ctx, method, value, scope, fix)
             if holder.attr in (
                 "_save_for_lite_interpreter",
@@ -574,6 +633,8 @@ def _method_save(ctx: PythonContext, call: ast.Call, value: str, scope: Scope, f
 def _lite_save(ctx: PythonContext, call: ast.Call, program: str, scope: Scope, fix: Fix) -> None:
     """`x._save_for_lite_interpreter(path)` -> write the ExecuTorch buffer to a .pte."""
     assert isinstance(call.func, ast.Attribute)
+    if call.func.attr == "_save_for_lite_interpreter":
+        fix.member("MIG204", call)
     if call.func.attr == "_save_to_buffer_for_lite_interpreter":
         if call.args or call.keywords:
             fix.fail("`_save_to_buffer_for_lite_interpreter` with arguments; rewrite by hand")
@@ -589,6 +650,7 @@ def _lite_save(ctx: PythonContext, call: ast.Call, program: str, scope: Scope, f
 
 def mobile_fix(ctx: PythonContext, call: ast.Call, program: str, scope: Scope, fix: Fix) -> None:
     """`optimize_for_mobile(ep)` and the lite-interpreter saves of its result."""
+    fix.member("MIG203", call)
     bound = bind_args(
         call, ("script_module", "optimization_blocklist", "preserved_methods", "backend")
     )

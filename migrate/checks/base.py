@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, ClassVar, TypeVar
 
-from migrate.findings import Finding, FixKind
+from migrate.findings import Applicability, Edit, Finding, Fix, FixKind, ImportSpec
 
 T = TypeVar("T")
 
@@ -22,13 +22,31 @@ if TYPE_CHECKING:
     from migrate.registry import Rule
 
 
-@dataclass(frozen=True, order=True)
-class Edit:
-    """Replace text[start:end] (character offsets) with `text`; "\\n" follows the file's newline."""
+__all__ = ["Edit", "Fix", "ImportSpec"]
 
-    start: int
-    end: int
-    text: str
+
+@dataclass
+class GroupFix:
+    """A fix shared by several findings (a capture, its saves, its lowering).
+
+    `members` holds (rule code, reported node) for every finding that carries it; the
+    group's name is its first member's position, so it is the same in every check.
+    """
+
+    members: list[tuple[str, ast.AST]]
+
+    @property
+    def name(self) -> str:
+        code, node = self.members[0]
+        return f"{code}@{node.lineno}:{node.col_offset}"  # type: ignore[attr-defined]
+
+    def member_keys(self, ctx: FileContext) -> tuple[str, ...]:
+        assert isinstance(ctx, PythonContext)
+        keys = []
+        for code, node in self.members:
+            line, col = ctx.index.position(ctx.start(node))
+            keys.append(f"{code}@{line}:{col + 1}")
+        return tuple(dict.fromkeys(keys))
 
 
 class Check:
@@ -94,19 +112,26 @@ class FileContext:
         symbol: str,
         fix: FixKind | None = None,
         edits: Iterable[Edit] = (),
-        imports: Iterable[str] = (),
+        imports: Iterable[str | ImportSpec] = (),
+        applicability: Applicability | str | None = None,
+        group: GroupFix | None = None,
         **data: object,
     ) -> Finding:
         line, col = self.index.position(start)
         end_line, end_col = self.index.position(end)
-        payload: list[tuple[str, object]] = []
+        kind = fix if fix is not None else rule.fix
+        autofix = None
         edits = tuple(edits)
-        if edits:
-            payload.append(("edits", edits))
-        imports = tuple(imports)
-        if imports:
-            payload.append(("imports", imports))
-        payload.extend(sorted(data.items()))
+        if edits and kind is FixKind.AUTO:
+            autofix = Fix(
+                edits=edits,
+                imports=tuple(
+                    i if isinstance(i, ImportSpec) else ImportSpec.parse(i) for i in imports
+                ),
+                applicability=Applicability(applicability or rule.applicability),
+                group=group.name if group is not None else None,
+                members=group.member_keys(self) if group is not None else (),
+            )
         finding = Finding(
             path=self.path,
             line=line,
@@ -116,8 +141,9 @@ class FileContext:
             rule=rule.code,
             symbol=symbol,
             message=message,
-            fix=fix if fix is not None else rule.fix,
-            data=tuple(payload),
+            fix=kind,
+            data=tuple(sorted(data.items())),
+            autofix=autofix,
         )
         self.findings.append(finding)
         return finding
@@ -217,12 +243,24 @@ class PythonContext(FileContext):
         symbol: str,
         fix: FixKind | None = None,
         edits: Iterable[Edit] = (),
-        imports: Iterable[str] = (),
+        imports: Iterable[str | ImportSpec] = (),
+        applicability: Applicability | str | None = None,
+        group: GroupFix | None = None,
         **data: object,
     ) -> Finding:
         start, end = self.span(node)
         return self.add(
-            rule, start, end, message, symbol=symbol, fix=fix, edits=edits, imports=imports, **data
+            rule,
+            start,
+            end,
+            message,
+            symbol=symbol,
+            fix=fix,
+            edits=edits,
+            imports=imports,
+            applicability=applicability,
+            group=group,
+            **data,
         )
 
 

@@ -28,6 +28,7 @@ class JitScriptToExport(PythonCheck):
                 f"`@torch.jit.script` on a {kind}: export traces plain Python, remove the decorator",
                 symbol=ref.qualname,
                 edits=[remove_decorator(ctx, decorator)],
+                applicability="safe",
                 target=kind,
             )
             return
@@ -63,6 +64,7 @@ class JitScriptToExport(PythonCheck):
                 f"`torch.jit.script` on a {kind}: export traces plain Python, use it directly",
                 symbol=ref.qualname,
                 edits=[replace(ctx, call, parenthesize_if_needed(ctx, arg, ctx.source(arg)))],
+                applicability="safe",
                 target=kind,
             )
             return
@@ -119,5 +121,7 @@ class JitScriptToExport(PythonCheck):
             symbol=ref.qualname,
             edits=fix.edits,
             imports=fix.imports,
+            group=fix.group(),
+            applicability=fix.applicability,
             target="module",
         )

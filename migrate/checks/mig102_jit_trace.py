@@ -40,4 +40,6 @@ class JitTraceToExport(PythonCheck):
             symbol=ref.qualname,
             edits=fix.edits,
             imports=fix.imports,
+            group=fix.group(),
+            applicability=fix.applicability,
         )

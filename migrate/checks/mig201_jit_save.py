@@ -86,4 +86,5 @@ class JitSaveToExportSave(PythonCheck):
             symbol=symbol,
             edits=fix.edits,
             imports=fix.imports,
+            group=fix.group(),
         )

@@ -67,6 +67,7 @@ class JitLoadToExportLoad(PythonCheck):
             symbol=ref.qualname,
             edits=fix.edits,
             imports=fix.imports,
+            group=fix.group(),
         )
 
     def load_fix(self, ctx: PythonContext, call: ast.Call, bound: dict[str, ast.expr]) -> rw.Fix:

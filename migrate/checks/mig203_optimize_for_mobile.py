@@ -61,4 +61,5 @@ class OptimizeForMobile(PythonCheck):
             symbol=ref.qualname,
             edits=fix.edits,
             imports=fix.imports,
+            group=fix.group(),
         )

@@ -53,4 +53,5 @@ class SaveForLiteInterpreter(PythonCheck):
             symbol=SYMBOL,
             edits=fix.edits,
             imports=fix.imports,
+            group=fix.group(),
         )

@@ -56,6 +56,16 @@ def render_apply(result, dry_run: bool, color: bool = False) -> str:
     by_rule = Counter(f.rule for f in applied)
     for code, count in sorted(by_rule.items()):
         out.print(f"  {count:>3}  {code}")
+    held = {(h.finding.path, h.finding.key): h.reason for h in result.held}
+    unsafe = sum(1 for h in result.held if "--unsafe-fixes" in h.reason)
+    if unsafe:
+        out.print(
+            Text(
+                f"{unsafe} unsafe fix{'es' * (unsafe != 1)} not written: they can change "
+                "behaviour (each says how); review them and pass --unsafe-fixes to write them.",
+                style="yellow",
+            )
+        )
     remaining = result.remaining
     if remaining:
         out.print(
@@ -65,6 +75,11 @@ def render_apply(result, dry_run: bool, color: bool = False) -> str:
             )
         )
         for f in remaining:
-            kind = f.fix.value if f.fix is not FixKind.AUTO else "auto, not applied"
-            out.print(f"  {f.path}:{f.line}:{f.column} {f.rule} [{kind}] {f.message}")
+            reason = held.get((f.path, f.key))
+            if f.fix is not FixKind.AUTO:
+                kind = f.fix.value
+            else:
+                kind = f"auto ({f.applicability}), not applied"
+            line = f"  {f.path}:{f.line}:{f.column} {f.rule} [{kind}] {f.message}"
+            out.print(f"{line} (not applied: {reason})" if reason else line)
     return buffer.getvalue()

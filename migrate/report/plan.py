@@ -128,7 +128,8 @@ def build_plan(root: str, options, progress: Callable[[int], None] | None = None
     """Scan `root` and dry-run apply on it (nothing is written)."""
     from migrate.apply import run_apply
 
-    result = run_apply([root], options, dry_run=True, progress=progress)
+    # The plan shows every automatic fix, unsafe ones too (each marked as such).
+    result = run_apply([root], options, dry_run=True, unsafe_fixes=True, progress=progress)
     scan = result.scan
     rules = all_rules()
     findings = scan.findings

@@ -57,7 +57,11 @@ def render(result: ScanResult, color: bool = False) -> str:
                         }
                     }
                 ],
-                "properties": {"symbol": f.symbol, "fix": f.fix.value},
+                "properties": {
+                    "symbol": f.symbol,
+                    "fix": f.fix.value,
+                    "applicability": f.applicability.value if f.applicability else None,
+                },
             }
         )
     notifications = [

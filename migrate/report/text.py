@@ -38,7 +38,8 @@ def render(result: ScanResult, color: bool = False) -> str:
             line.append(" ")
             line.append(f.rule, style="bold red")
             line.append(" ")
-            line.append(f"[{f.fix.value}]", style=FIX_STYLE[f.fix])
+            kind = f"{f.fix.value}, {f.applicability}" if f.autofix else f.fix.value
+            line.append(f"[{kind}]", style=FIX_STYLE[f.fix])
             line.append(f" {f.message}")
             out.print(line)
         out.print()

@@ -1,0 +1,142 @@
+"""Issue 10: a fix is a value with a promise (safe / unsafe / display) and a group is written
+whole or not at all."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from migrate.apply import run_apply
+from migrate.engine import ScanOptions
+from migrate.findings import Applicability, Edit, Finding, Fix, FixKind
+from migrate.fixer import WITH_UNSAFE, WRITABLE, fix_units
+from tests.scan_support import run_cli
+
+GROUP = """\
+import torch
+
+
+def export(model, x):
+    traced = torch.jit.trace(model, x)
+    torch.jit.save(traced, "model.pt")
+"""
+
+CALLED_AS_TRACED = """\
+import torch
+
+
+def run(model, x):
+    traced = torch.jit.trace(model, x)
+    return traced(x)
+"""
+
+CALLED_OTHERWISE = """\
+import torch
+
+
+def run(model, x, batches):
+    traced = torch.jit.trace(model, x)
+    return [traced(b) for b in batches]
+"""
+
+SAFE_ONLY = """\
+import torch
+
+
+def f(x):
+    return torch.jit.annotate(int, x) + 1
+"""
+
+
+def _apply(tmp_path: Path, text: str, **kw) -> tuple[str, object]:
+    path = tmp_path / "m.py"
+    path.write_text(text, encoding="utf-8")
+    select = kw.pop("select", None)
+    options = ScanOptions(use_git=False, cache=False, select=select)
+    result = run_apply([str(path)], options, allow_dirty=True, **kw)
+    return path.read_text(encoding="utf-8"), result
+
+
+def test_unsafe_fix_is_written_only_with_unsafe_fixes(tmp_path):
+    text, result = _apply(tmp_path, GROUP)
+    assert text == GROUP
+    reasons = {h.finding.rule: h.reason for h in result.held}
+    assert "pass --unsafe-fixes" in reasons["MIG102"]
+    text, _ = _apply(tmp_path, GROUP, unsafe_fixes=True)
+    assert "traced = torch.export.export(model, " in text
+    assert 'torch.export.save(traced, "model.pt2")' in text
+
+
+def test_safe_fix_is_written_by_default(tmp_path):
+    text, result = _apply(tmp_path, SAFE_ONLY)
+    assert "torch.jit" not in text and "return x + 1" in text
+    assert not result.held
+
+
+def test_capture_called_with_its_example_is_safe(tmp_path):
+    text, _ = _apply(tmp_path, CALLED_AS_TRACED)
+    assert "traced = torch.export.export(model, " in text
+    assert "return traced.module()(x)" in text
+    # Other inputs may have other shapes: export's specialisation can fail them.
+    text, result = _apply(tmp_path, CALLED_OTHERWISE)
+    assert text == CALLED_OTHERWISE
+    assert [h.finding.applicability for h in result.held] == [Applicability.UNSAFE]
+
+
+def test_select_of_one_group_member_writes_nothing_of_the_group(tmp_path):
+    for select in (["MIG201"], ["MIG102"]):
+        text, result = _apply(tmp_path, GROUP, unsafe_fixes=True, select=select)
+        assert text == GROUP, select
+        # The scan says so: the selected member is assisted, naming the one it waits for.
+        (finding,) = result.scan.findings
+        assert finding.fix is FixKind.ASSISTED and finding.autofix is None
+        other = "MIG102" if select == ["MIG201"] else "MIG201"
+        assert f"its group also needs {other}" in finding.message
+        assert "not selected or is suppressed" in finding.message
+
+
+def test_suppressed_group_member_holds_the_whole_group(tmp_path):
+    suppressed = GROUP.replace(
+        "traced = torch.jit.trace(model, x)",
+        "traced = torch.jit.trace(model, x)  # migrate: ignore[MIG102]",
+    )
+    text, result = _apply(tmp_path, suppressed, unsafe_fixes=True)
+    assert text == suppressed
+    # The save is assisted, naming the member that holds it.
+    (finding,) = result.scan.findings
+    assert finding.fix is FixKind.ASSISTED and "MIG102" in finding.message
+
+
+def test_display_fixes_are_never_written():
+    display = Finding(
+        "m.py", 1, 1, 1, 2, "MIG111", "s", "m", FixKind.AUTO,
+        autofix=Fix((Edit(0, 1, "y"),), applicability=Applicability.DISPLAY),
+    )  # fmt: skip
+    units, held = fix_units([display], WITH_UNSAFE)
+    assert not units and "never written" in held[0].reason
+    units, held = fix_units([display], WRITABLE)
+    assert not units and held
+
+
+def test_config_unsafe_fixes_and_flag_override(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[tool.migrate]\nunsafe-fixes = true\n")
+    path = tmp_path / "m.py"
+    path.write_text(GROUP, encoding="utf-8")
+    proc = run_cli(["apply", "--allow-dirty", "--no-unsafe-fixes", str(path)], cwd=tmp_path)
+    assert proc.code == 1 and path.read_text() == GROUP
+    assert "unsafe fixes not written" in proc.stdout
+    proc = run_cli(["apply", "--allow-dirty", str(path)], cwd=tmp_path)
+    assert proc.code == 0, proc.stdout + proc.stderr
+    assert "torch.export.save" in path.read_text()
+
+
+def test_json_and_sarif_carry_the_applicability(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text(GROUP + SAFE_ONLY.split("\n\n\n", 1)[1], encoding="utf-8")
+    proc = run_cli(["scan", "--no-cache", "--format", "json", str(path)], cwd=tmp_path)
+    doc = json.loads(proc.stdout)
+    kinds = {f["rule"]: f["applicability"] for f in doc["findings"]}
+    assert kinds == {"MIG102": "unsafe", "MIG201": "unsafe", "MIG111": "safe"}
+    proc = run_cli(["scan", "--no-cache", "--format", "sarif", str(path)], cwd=tmp_path)
+    results = json.loads(proc.stdout)["runs"][0]["results"]
+    assert {r["properties"]["applicability"] for r in results} == {"safe", "unsafe"}
