@@ -104,6 +104,8 @@ def build_options(
     from migrate.engine import ScanOptions
     from migrate.registry import unknown_codes
 
+    if jobs is not None and jobs < 0:
+        raise ValueError(f"--jobs must be 0 (one per CPU) or more, not {jobs}")
     config = resolve_config(paths, config_file, isolated)
     select_list = _split(select) if select else config.select
     ignore_list = (_split(ignore) or []) + list(config.ignore)
@@ -146,6 +148,28 @@ def _os_reason(exc: OSError) -> str:
     return exc.strerror.lower() if exc.strerror else str(exc)
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C so that a file being written is cleaned up."""
+
+
+@contextmanager
+def _sigterm_as_interrupt():
+    import signal
+
+    def _raise(signum, frame):
+        raise Terminated
+
+    try:
+        previous = signal.signal(signal.SIGTERM, _raise)
+    except ValueError:  # not the main thread (an embedding test runner): leave it alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 @contextmanager
 def _errors(debug: bool):
     from migrate.config import ConfigError
@@ -159,6 +183,9 @@ def _errors(debug: bool):
         if debug:
             raise
         raise fail(str(exc)) from None
+    except Terminated:
+        typer.echo("terminated", err=True)
+        raise typer.Exit(143) from None
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)
         raise typer.Exit(130) from None
@@ -244,19 +271,21 @@ def apply(
     debug: DebugOpt = False,
 ) -> None:
     """Rewrite what can be rewritten; --dry-run shows the diff instead."""
-    from migrate.apply import copy_tree, run_apply
+    from migrate.apply import copy_tree, out_targets, run_apply
     from migrate.report.apply_text import render_apply
 
-    with _errors(debug):
+    with _errors(debug), _sigterm_as_interrupt():
         options, _ = build_options(
             paths, select, ignore, exclude, cuda, jobs, config_file, isolated, no_cache
         )
         targets = list(paths)
         if out is not None:
-            if out.exists() and any(out.iterdir()):
+            out_targets(paths, out)  # refuses --out inside the tree or a name collision
+            if out.is_dir() and any(out.iterdir()):
                 raise ValueError(f"--out {out}: folder exists and is not empty")
-            targets = [str(p) for p in copy_tree(paths, out)]
-            allow_dirty = True
+            if not dry_run:  # a dry run shows the diff of the tree itself and writes nothing
+                targets = [str(p) for p in copy_tree(paths, out)]
+                allow_dirty = True
         with _progress(True, "migrating") as progress:
             result = run_apply(
                 targets, options, dry_run=dry_run, allow_dirty=allow_dirty, progress=progress
@@ -329,6 +358,8 @@ def report(
     with _errors(debug):
         if format not in RENDERERS:
             raise ValueError(f"--format must be one of {', '.join(RENDERERS)}, not {format}")
+        if not os.path.exists(path):
+            raise ValueError(f"{path}: no such file or directory")
         options, _ = build_options(
             [path], select, ignore, exclude, cuda, jobs, config_file, isolated
         )
@@ -336,10 +367,18 @@ def report(
             plan = build_plan(path, options, progress)
         rendered = RENDERERS[format](plan)
         if output:
-            output.write_text(rendered, encoding="utf-8")
+            try:
+                output.write_text(rendered, encoding="utf-8")
+            except OSError as exc:
+                raise ValueError(f"--output {output}: {_os_reason(exc)}") from None
             typer.echo(f"wrote {output}", err=True)
         else:
             sys.stdout.write(rendered)
+        # The plan lists them too, but a script reading the exit code must see them.
+        for err in plan.errors:
+            typer.echo(f"error: {err.path}: {err.message}", err=True)
+    if plan.errors:
+        raise typer.Exit(EXIT_ERROR)
 
 
 @app.command()

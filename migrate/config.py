@@ -48,8 +48,18 @@ def find_pyproject(paths: list[str]) -> Path | None:
         candidate = folder / "pyproject.toml"
         if candidate.is_file():
             try:
-                text = candidate.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError):
+                data_bytes = candidate.read_bytes()
+            except OSError:
+                continue
+            try:
+                text = data_bytes.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                # As for invalid TOML: our table in a file we cannot read is an error.
+                if b"tool.migrate" in data_bytes:
+                    raise ConfigError(
+                        f"{candidate}: not UTF-8 (byte {exc.start}: {exc.reason}); "
+                        "TOML files must be UTF-8"
+                    ) from None
                 continue
             try:
                 data = tomllib.loads(text)
