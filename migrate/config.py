@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,7 +42,8 @@ class Config:
 
 def find_pyproject(paths: list[str]) -> Path | None:
     """The closest pyproject.toml with a [tool.migrate] table, walking up from the first path."""
-    start = Path(paths[0] if paths else ".").resolve()
+    # realpath, not resolve(): a symlink loop named first is reported by the scan, not here.
+    start = Path(os.path.realpath(paths[0] if paths else "."))
     if not start.is_dir():
         start = start.parent
     for folder in (start, *start.parents):
