@@ -9,12 +9,48 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from typer.core import TyperArgument, TyperGroup
 
 from migrate import __version__
+
+
+class _PlainArgument(TyperArgument):
+    """An argument shown as `PATHS...` in usage and help, never as `{paths}... <list[str]>`."""
+
+    def display_type_rich(self, ctx):
+        return None
+
+    def _rich_display_name(self) -> str:
+        return f"{self.metavar}{'...' if self.nargs != 1 else ''}"
+
+    def _usage_display_name(self) -> str:
+        name = self._rich_display_name()
+        return name if self.required else f"[{name}]"
+
+
+class _PlainHelpGroup(TyperGroup):
+    """Help as `--select CODES`: a placeholder names what to type, a flag shows none (typer
+    would print the Python type, `--exit-zero <bool>`, which reads as "takes a value")."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        for command in self.commands.values():
+            for param in command.params:
+                if isinstance(param, TyperArgument):
+                    param.__class__ = _PlainArgument
+                    param.metavar = param.metavar or (param.name or "arg").upper()
+                elif param.metavar is None and not getattr(param, "is_flag", False):
+                    # verify's options: the last word of the name (input_shape -> SHAPE).
+                    param.metavar = (param.name or "value").split("_")[-1].upper()
+
 
 app = typer.Typer(
     name="migrate",
     help="Move PyTorch code off TorchScript (to torch.export / ExecuTorch) and off CUDA 12.8.",
+    cls=_PlainHelpGroup,
+    # Plain help wraps at the terminal width; rich's boxed table left options' help a
+    # 20-column strip at 80 columns.
+    rich_markup_mode=None,
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -66,24 +102,40 @@ def _progress(enabled: bool, label: str):
 
 
 # Options shared by scan and apply.
-PathsArg = Annotated[list[str], typer.Argument(help="Files or folders to look at.")]
+PathsArg = Annotated[
+    list[str], typer.Argument(metavar="PATHS", help="Files or folders to look at.")
+]
 SelectOpt = Annotated[
     list[str] | None,
-    typer.Option("--select", help="Only these rules or prefixes (MIG1, MIG301); comma-separated."),
+    typer.Option(
+        "--select",
+        metavar="CODES",
+        help="Only these rules or prefixes (MIG1, MIG301); comma-separated.",
+    ),
 ]
 IgnoreOpt = Annotated[
-    list[str] | None, typer.Option("--ignore", help="Skip these rules or prefixes.")
+    list[str] | None,
+    typer.Option("--ignore", metavar="CODES", help="Skip these rules or prefixes."),
 ]
 ExcludeOpt = Annotated[
-    list[str] | None, typer.Option("--exclude", help="Glob of paths to skip (repeatable).")
+    list[str] | None,
+    typer.Option("--exclude", metavar="GLOB", help="Glob of paths to skip (repeatable)."),
 ]
 CudaOpt = Annotated[
-    str | None, typer.Option("--cuda", help="CUDA target for MIG3xx fixes: 13.0 (default) or 13.2.")
+    str | None,
+    typer.Option(
+        "--cuda", metavar="VERSION", help="CUDA target for MIG3xx fixes: 13.0 (default) or 13.2."
+    ),
 ]
-JobsOpt = Annotated[int | None, typer.Option("--jobs", "-j", help="Worker processes.")]
+JobsOpt = Annotated[
+    int | None,
+    typer.Option("--jobs", "-j", metavar="N", help="Worker processes (0: one per CPU)."),
+]
 ConfigOpt = Annotated[
     str | None,
-    typer.Option("--config", help="Read the tool.migrate table from this pyproject.toml."),
+    typer.Option(
+        "--config", metavar="FILE", help="Read the tool.migrate table from this pyproject.toml."
+    ),
 ]
 IsolatedOpt = Annotated[
     bool, typer.Option("--isolated", help="Ignore pyproject.toml configuration.")
@@ -199,10 +251,12 @@ def _errors(debug: bool):
 def scan(
     paths: PathsArg,
     format: Annotated[
-        str | None, typer.Option("--format", "-f", help="text | json | sarif | github")
+        str | None,
+        typer.Option("--format", "-f", metavar="FORMAT", help="text | json | sarif | github"),
     ] = None,
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write the report to a file.")
+        Path | None,
+        typer.Option("--output", "-o", metavar="FILE", help="Write the report to a file."),
     ] = None,
     select: SelectOpt = None,
     ignore: IgnoreOpt = None,
@@ -255,7 +309,11 @@ def apply(
     ] = False,
     out: Annotated[
         Path | None,
-        typer.Option("--out", help="Write the migrated copy of the tree here; keep the original."),
+        typer.Option(
+            "--out",
+            metavar="DIR",
+            help="Write the migrated copy of the tree here; keep the original.",
+        ),
     ] = None,
     allow_dirty: Annotated[
         bool, typer.Option("--allow-dirty", help="Also rewrite files with uncommitted changes.")
@@ -341,7 +399,8 @@ def report(
     path: Annotated[str, typer.Argument(help="The repository (or folder) to plan for.")],
     format: Annotated[str, typer.Option("--format", "-f", help="markdown | html")] = "markdown",
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write the plan to a file.")
+        Path | None,
+        typer.Option("--output", "-o", metavar="FILE", help="Write the plan to a file."),
     ] = None,
     select: SelectOpt = None,
     ignore: IgnoreOpt = None,
@@ -411,14 +470,17 @@ def demo(
     workdir: Annotated[
         Path | None,
         typer.Option(
-            "--dir", help="Copy the sample into this folder (default: a new temp folder)."
+            "--dir",
+            metavar="DIR",
+            help="Copy the sample into this folder (default: a new temp folder).",
         ),
     ] = None,
     verify: Annotated[
         bool, typer.Option("--verify/--no-verify", help="Run `migrate verify` when installed.")
     ] = True,
     sample: Annotated[
-        Path | None, typer.Option("--sample", help="Another repository to run the story on.")
+        Path | None,
+        typer.Option("--sample", metavar="DIR", help="Another repository to run the story on."),
     ] = None,
 ) -> None:
     """Run scan, report, apply and verify on a copy of the bundled sample repository."""
