@@ -430,7 +430,8 @@ def report(
                 output.write_text(rendered, encoding="utf-8")
             except OSError as exc:
                 raise ValueError(f"--output {output}: {_os_reason(exc)}") from None
-            typer.echo(f"wrote {output}", err=True)
+            # Absolute: `migrate demo` and scripts run it from another folder.
+            typer.echo(f"wrote {output.absolute()}", err=True)
         else:
             sys.stdout.write(rendered)
         # The plan lists them too, but a script reading the exit code must see them.

@@ -160,6 +160,9 @@ def run_demo(
             echo(f"\n$ migrate {' '.join(step.args)}    # {step.note}")
             sys.stdout.flush()
             code = _run_in_process(app, step.args)
+            # The step's stderr lines (`wrote ...`) stay beside its stdout, not after the end.
+            sys.stdout.flush()
+            sys.stderr.flush()
             if code not in step.expected:
                 echo(f"(exit {code}: unexpected)")
                 failed = True

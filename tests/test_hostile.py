@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import signal
 import stat
@@ -395,3 +396,58 @@ def test_cr_only_file_keeps_its_line_endings(tmp_path):
     assert b"\n" not in data
     assert b"torch.export.export(m, (x,))" in data
     assert data.startswith(b"import torch\r")
+
+
+# --------------------------------------------------------------------------- clear output
+
+
+def test_demo_says_where_the_plan_is_beside_the_report_step(tmp_path):
+    from tests.test_demo import PLAN_REPO
+
+    work = tmp_path / "work"
+    proc = subprocess.run(
+        [sys.executable, "-m", "migrate", "demo", "--no-verify", "--sample", str(PLAN_REPO)]
+        + ["--dir", str(work)],
+        cwd=tmp_path,
+        env=outside_env(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout
+    lines = proc.stdout.splitlines()
+    report = next(i for i, line in enumerate(lines) if line.startswith("$ migrate report"))
+    assert lines[report + 1] == f"wrote {work / 'sample-plan.html'}"
+    assert lines.index(f"wrote {work / 'sample-plan.html'}") < next(
+        i for i, line in enumerate(lines) if line.startswith("Demo finished")
+    )
+
+
+def test_html_plan_colours_rules_by_their_findings_and_names_the_folder(tmp_path, monkeypatch):
+    from migrate.report.plan import FIX_COLORS, build_plan, render_html
+
+    repo = tmp_path / "my-repo"
+    repo.mkdir()
+    # MIG102 is `auto` by default; both calls here are assisted (the save blocks the rewrite).
+    shutil.copy(
+        Path(__file__).parent.parent / "fixtures/rules/MIG102/trace_lite_save_options.before.py",
+        repo / "m.py",
+    )
+    (repo / "requirements.txt").write_text(
+        "--extra-index-url https://download.pytorch.org/whl/cu128\n"
+    )
+    monkeypatch.chdir(repo)
+    plan = build_plan(".", ScanOptions(use_git=False, cache=False, jobs=1))
+    page = render_html(plan)
+    assert "<title>Migration plan: my-repo</title>" in page
+    assert "<h1>Migration plan: my-repo</h1>" in page
+    assert '<div class="k">CUDA 12.8 finding</div>' in page
+    bars = re.findall(r"<title>(MIG\d+) [^<]*</title>.*?fill=\"(#[0-9a-f]+)\"", page)
+    assert dict(bars) == {
+        "MIG102": FIX_COLORS["assisted"],
+        "MIG204": FIX_COLORS["assisted"],
+        "MIG301": FIX_COLORS["auto"],
+    }
+    row = re.search(r"<td>MIG102</td>.*?</tr>", page).group(0)
+    assert "assisted" in row and ">auto<" not in row
