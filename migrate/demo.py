@@ -46,14 +46,11 @@ class Step:
 
 
 def _inside_git(folder: Path) -> bool:
+    from migrate import gitsafe
+
     try:
-        proc = subprocess.run(
-            ["git", "rev-parse", "--is-inside-work-tree"],
-            cwd=folder,
-            capture_output=True,
-            timeout=10,
-        )
-    except (OSError, subprocess.TimeoutExpired):
+        proc = gitsafe.run(["rev-parse", "--is-inside-work-tree"], folder, timeout=10)
+    except gitsafe.GitUnavailable:
         return False
     return proc.returncode == 0
 

@@ -310,19 +310,23 @@ def test_sigterm_leaves_no_temp_files(tmp_path):
 
 
 def test_report_on_a_missing_folder_fails(tmp_path):
+    before = snapshot(tmp_path)
     run = cli(["report", str(tmp_path / "nowhere"), "-o", "plan.md"], tmp_path, tmp_path)
     assert run.code == 2
     assert run.stderr.strip() == f"error: {tmp_path / 'nowhere'}: no such file or directory"
-    assert not (tmp_path / "plan.md").exists()
+    assert run.stdout == ""
+    assert changed(before, snapshot(tmp_path)) == set()  # no plan.md
 
 
 def test_report_exits_2_when_a_file_cannot_be_read(tmp_path):
     (tmp_path / "repo").mkdir()
     (tmp_path / "repo" / "bad.py").write_text("import torch\n@torch.jit.unused\ndef f(:\n")
+    before = snapshot(tmp_path)
     run = cli(["report", "repo", "-o", "plan.md"], tmp_path, tmp_path)
     assert run.code == 2
-    assert error_lines(run.stderr)[0].startswith("error: repo/bad.py: cannot parse")
-    assert (tmp_path / "plan.md").is_file()  # the plan is still written
+    no_traceback(run)
+    assert error_lines(run.stderr) == ["error: repo/bad.py: cannot parse (line 3): invalid syntax"]
+    assert changed(before, snapshot(tmp_path)) == {"plan.md"}  # the plan is still written
 
 
 def test_unreadable_folder_is_reported(tmp_path, monkeypatch):
@@ -339,11 +343,13 @@ def test_unreadable_folder_is_reported(tmp_path, monkeypatch):
         return real_scandir(path)
 
     monkeypatch.setattr(os, "scandir", scandir)
+    before = snapshot(tmp_path)
     result = Scanner(ScanOptions(use_git=False, cache=False, jobs=1)).scan([str(tmp_path)])
     assert [(e.path, e.message) for e in result.errors] == [
         ((tmp_path / "locked").as_posix(), "cannot read folder: permission denied")
     ]
     assert [f.path for f in result.findings] == [(tmp_path / "ok" / "m.py").as_posix()]
+    assert changed(before, snapshot(tmp_path)) == set()
 
 
 def test_git_warning_about_an_unreadable_folder_becomes_an_error(tmp_path, monkeypatch):
@@ -368,9 +374,11 @@ def test_git_warning_about_an_unreadable_folder_becomes_an_error(tmp_path, monke
 def test_non_utf8_pyproject_with_our_table_is_an_error(tmp_path):
     (tmp_path / "pyproject.toml").write_bytes(b'[tool.migrate]\nexclude = ["caf\xe9"]\n')
     (tmp_path / "m.py").write_text("x = 1\n")
+    before = snapshot(tmp_path)
     run = cli(["scan", "m.py"], tmp_path, tmp_path)
     assert run.code == 2
     no_traceback(run)
+    assert changed(before, snapshot(tmp_path)) == set()
     assert run.stderr.strip() == (
         f"error: {tmp_path / 'pyproject.toml'}: not UTF-8 (byte 30: invalid continuation "
         "byte); TOML files must be UTF-8"
@@ -379,9 +387,12 @@ def test_non_utf8_pyproject_with_our_table_is_an_error(tmp_path):
 
 def test_negative_jobs_is_refused(tmp_path):
     (tmp_path / "m.py").write_text("x = 1\n")
-    run = cli(["scan", "-j", "-3", "m.py"], tmp_path, tmp_path)
-    assert run.code == 2
-    assert run.stderr.strip() == "error: --jobs must be 0 (one per CPU) or more, not -3"
+    before = snapshot(tmp_path)
+    for command in ("scan", "apply"):
+        run = cli([command, "-j", "-3", "m.py"], tmp_path, tmp_path)
+        assert run.code == 2
+        assert run.stderr.strip() == "error: --jobs must be 0 (one per CPU) or more, not -3"
+    assert changed(before, snapshot(tmp_path)) == set()
 
 
 def test_cr_only_file_keeps_its_line_endings(tmp_path):
@@ -390,12 +401,22 @@ def test_cr_only_file_keeps_its_line_endings(tmp_path):
         "from torch import jit\n\n\ndef g(m, x):\n    s = jit.trace(m, (x,))\n    return s(x)\n"
     )
     path.write_bytes(source.replace("\n", "\r").encode())
+    before = snapshot(tmp_path)
     run = cli(["apply", "--allow-dirty", "m.py"], tmp_path, tmp_path)
     assert run.code == 0, run.stdout + run.stderr
     data = path.read_bytes()
     assert b"\n" not in data
     assert b"torch.export.export(m, (x,))" in data
     assert data.startswith(b"import torch\r")
+    assert changed(before, snapshot(tmp_path)) == {"m.py"}
+
+
+def test_git_is_only_run_for_read_only_commands(tmp_path):
+    from migrate import gitsafe
+
+    for args in (["diff"], ["fetch"], ["commit", "-m", "x"], []):
+        with pytest.raises(gitsafe.GitUnavailable):
+            gitsafe.run(args, tmp_path)
 
 
 # --------------------------------------------------------------------------- clear output
