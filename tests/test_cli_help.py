@@ -4,7 +4,6 @@ placeholder, never a Python type, and options' help readable at 80 columns."""
 from __future__ import annotations
 
 import re
-import sys
 
 import pytest
 from typer.testing import CliRunner
