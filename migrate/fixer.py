@@ -483,6 +483,10 @@ def dirty_files(paths: Iterable[Path]) -> dict[Path, str]:
         except gitsafe.GitUnavailable:
             continue
         if proc.returncode != 0:
+            if b"dubious ownership" in proc.stderr:
+                # A work tree owned by someone else: git will not read it for us (and we do
+                # not widen safe.directory), so nothing there is known to be committed.
+                dirty.update((f, "?") for f in files)
             continue
         top = Path(proc.stdout.decode("utf-8", "surrogateescape").strip()).resolve()
         tops.setdefault(top, []).extend(files)

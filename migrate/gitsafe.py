@@ -94,6 +94,9 @@ def run(args: list[str], cwd: str | Path, timeout: float = 60) -> subprocess.Com
         raise GitUnavailable(f"git {args[0] if args else ''} is not a read-only command")
     overrides = list(NEUTRAL_CONFIG)
     if args[0] == "status":
+        # The paths status gets are file names: `*`, `?` or a leading `:` are not patterns
+        # (check-ignore refuses this switch, so it is status's alone).
+        args = ["--literal-pathspecs", *args]
         # status may hash changed files through the clean filter their attributes name.
         for name in _filter_drivers(os.path.realpath(cwd)):
             overrides += [(f"filter.{name}.{key}", "") for key in FILTER_KEYS]

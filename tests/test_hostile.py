@@ -240,6 +240,30 @@ def test_ignored_files_named_on_the_command_line_need_allow_dirty(tmp_path):
     assert changed(before, snapshot(repo)) == {"gen/m.py", "local.py"}
 
 
+@needs_git
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs chown")
+def test_a_work_tree_git_will_not_read_is_not_overwritten(tmp_path):
+    """git refuses a repository owned by someone else (safe.directory); we do not widen
+    that, so apply cannot know the file is committed and leaves it."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "m.py").write_text(SCRIPTED)
+    git(repo, "init", "-q")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "init")
+    for dirpath, dirnames, filenames in os.walk(repo):
+        for name in [".", *dirnames, *filenames]:
+            os.chown(os.path.join(dirpath, name), 65534, 65534, follow_symlinks=False)
+    before = snapshot(repo)
+    run = cli(["apply", "m.py"], repo, tmp_path)
+    assert run.code == 2
+    assert error_lines(run.stdout) == [
+        "error: m.py: git could not say whether it has uncommitted changes; not touched "
+        "(commit first or pass --allow-dirty)"
+    ]
+    assert changed(before, snapshot(repo)) == set()
+
+
 @posix
 def test_a_symlink_loop_on_the_command_line_is_one_line_and_the_rest_is_migrated(tmp_path):
     (tmp_path / "loop1").symlink_to("loop2")
