@@ -74,9 +74,13 @@ def out_targets(sources: Iterable[str | Path], out_dir: Path) -> list[tuple[Path
 def copy_tree(sources: Iterable[str | Path], out_dir: Path) -> list[Path]:
     """--out: copy each given path under out_dir and return the new paths to work on."""
     pairs = out_targets(sources, out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    targets = []
+    targets: list[Path] = []
     for src, dest in pairs:
+        if not os.path.exists(src):
+            # Missing, or a symlink loop: the scan reports it as one line; copy the rest.
+            targets.append(src)
+            continue
+        out_dir.mkdir(parents=True, exist_ok=True)
         if src.is_dir():
             shutil.copytree(
                 src, dest, symlinks=True, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".git")

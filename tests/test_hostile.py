@@ -203,6 +203,18 @@ def test_out_with_two_inputs_of_the_same_name_is_refused(tmp_path):
     assert changed(before, snapshot(tmp_path)) == set()  # no out/ either
 
 
+def test_out_with_a_missing_input_copies_the_rest(tmp_path):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "m.py").write_text(SCRIPTED)
+    before = snapshot(tmp_path)
+    run = cli(["apply", "nothere", "src", "--out", "out"], tmp_path, tmp_path)
+    assert run.code == 2
+    no_traceback(run)
+    assert error_lines(run.stdout) == ["error: nothere: no such file or directory"]
+    assert changed(before, snapshot(tmp_path)) == {"out", "out/src", "out/src/m.py"}
+    assert (tmp_path / "out" / "src" / "m.py").read_text() == FIXED
+
+
 def test_dry_run_with_out_writes_nothing(tmp_path):
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "m.py").write_text(SCRIPTED)
