@@ -495,7 +495,9 @@ def test_html_plan_colours_rules_by_their_findings_and_names_the_folder(tmp_path
         "--extra-index-url https://download.pytorch.org/whl/cu128\n"
     )
     monkeypatch.chdir(repo)
+    before = snapshot(repo)
     plan = build_plan(".", ScanOptions(use_git=False, cache=False, jobs=1))
+    assert changed(before, snapshot(repo)) == set()  # the plan's dry run writes nothing
     page = render_html(plan)
     assert "<title>Migration plan: my-repo</title>" in page
     assert "<h1>Migration plan: my-repo</h1>" in page
