@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -33,6 +34,10 @@ class ApplyResult:
     written: list[str] = field(default_factory=list)
     # Fixes not written and why (unsafe without --unsafe-fixes, a group member missing...).
     held: list[Held] = field(default_factory=list)
+    # Files left alone on purpose (a symlink), with the reason; not errors.
+    notes: list[FileError] = field(default_factory=list)
+    # Symlinks whose target is rewritten through its own path: their findings are not left.
+    links_to_scanned: set[str] = field(default_factory=set)
 
     @property
     def changed(self) -> list[FileFix]:
@@ -46,16 +51,50 @@ class ApplyResult:
     def remaining(self) -> list[Finding]:
         fixed_paths = {f.path for f in self.fixes if f.error is None}
         left = [r for f in self.fixes if f.error is None for r in f.remaining]
-        left += [f for f in self.scan.findings if f.path not in fixed_paths]
+        left += [
+            f
+            for f in self.scan.findings
+            if f.path not in fixed_paths and f.path not in self.links_to_scanned
+        ]
         return sorted(left, key=lambda f: (f.path, f.line, f.column, f.rule))
+
+
+def out_targets(sources: Iterable[str | Path], out_dir: Path) -> list[tuple[Path, Path]]:
+    """--out: (source, copy) pairs, or ValueError when the copy would land in a scanned
+    folder (it would copy itself forever) or two sources share a name."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ValueError(f"--out {out_dir}: is a file, not a folder")
+    out_real = Path(os.path.realpath(out_dir))
+    pairs: list[tuple[Path, Path]] = []
+    taken: dict[Path, Path] = {}
+    for src in map(Path, sources):
+        real = Path(os.path.realpath(src))
+        if os.path.isdir(src) and (out_real == real or real in out_real.parents):
+            raise ValueError(
+                f"--out {out_dir}: inside the folder being migrated ({src}); "
+                "choose a folder outside it"
+            )
+        dest = out_dir / real.name
+        if dest in taken:
+            raise ValueError(
+                f"--out {out_dir}: {taken[dest]} and {src} would both be copied to {dest}; "
+                "migrate them one at a time or name their common folder"
+            )
+        taken[dest] = src
+        pairs.append((src, dest))
+    return pairs
 
 
 def copy_tree(sources: Iterable[str | Path], out_dir: Path) -> list[Path]:
     """--out: copy each given path under out_dir and return the new paths to work on."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    targets = []
-    for src in map(Path, sources):
-        dest = out_dir / src.resolve().name
+    pairs = out_targets(sources, out_dir)
+    targets: list[Path] = []
+    for src, dest in pairs:
+        if not os.path.exists(src):
+            # Missing, or a symlink loop: the scan reports it as one line; copy the rest.
+            targets.append(src)
+            continue
+        out_dir.mkdir(parents=True, exist_ok=True)
         if src.is_dir():
             shutil.copytree(
                 src, dest, symlinks=True, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".git")
@@ -90,14 +129,18 @@ def run_apply(
     for f in plan.findings:
         by_path.setdefault(f.path, []).append(f)
     todo = sorted({f.path for u in units for f in u.findings})
+    todo = _leave_symlinks(todo, scanner, result)
     if not dry_run and not allow_dirty and todo:
         dirty = dirty_files(Path(scanner.jobs[p].path) for p in todo)
-        dirty_names = {scanner.jobs[p].display for p in todo if Path(scanner.jobs[p].path) in dirty}
-        for p in sorted(dirty_names):
+        dirty_names = {}
+        for p in todo:
+            status = dirty.get(Path(scanner.jobs[p].path))
+            if status is not None:
+                dirty_names[scanner.jobs[p].display] = status
+        for p, status in sorted(dirty_names.items()):
+            reason = DIRTY_REASONS.get(status, "has uncommitted changes")
             result.errors.append(
-                FileError(
-                    p, "has uncommitted changes; not touched (commit first or pass --allow-dirty)"
-                )
+                FileError(p, f"{reason}; not touched (commit first or pass --allow-dirty)")
             )
         result.skipped_dirty = sorted(dirty_names)
         todo = [p for p in todo if p not in dirty_names]
@@ -124,7 +167,13 @@ def run_apply(
             result.errors.append(FileError(display, fix.error))
             continue
         if fix.changed and not dry_run:
-            write_atomic(path, encode(decoded, fix.fixed))
+            try:
+                write_atomic(path, encode(decoded, fix.fixed))
+            except OSError as exc:
+                # One unwritable folder must not stop the files after it.
+                fix.error = f"cannot write: {_os_reason(exc)}"
+                result.errors.append(FileError(display, fix.error))
+                continue
             result.written.append(display)
     return result
 
@@ -153,3 +202,39 @@ def _keep_held(original: list[Finding], held: set) -> Callable[[list[Finding]], 
         return out
 
     return replan
+
+
+# git status codes of files apply will not overwrite without --allow-dirty.
+DIRTY_REASONS = {
+    "??": "is not tracked by git",
+    "!!": "is ignored by git",
+    "?": "git could not say whether it has uncommitted changes",
+}
+
+
+def _os_reason(exc: OSError) -> str:
+    return exc.strerror.lower() if exc.strerror else str(exc)
+
+
+def _leave_symlinks(todo: list[str], scanner: Scanner, result: ApplyResult) -> list[str]:
+    """Symlinks are never replaced by files: a link to a scanned file is fixed through that
+    file (once); any other link is left with a note."""
+    scanned = {
+        os.path.realpath(job.path) for job in scanner.jobs.values() if not os.path.islink(job.path)
+    }
+    kept = []
+    for display in todo:
+        path = scanner.jobs[display].path
+        if not os.path.islink(path):
+            kept.append(display)
+        elif os.path.realpath(path) in scanned:
+            result.links_to_scanned.add(display)
+        else:
+            result.notes.append(
+                FileError(
+                    display,
+                    f"is a symlink to {os.readlink(path)}, which is not among the files being "
+                    "migrated; not touched (migrate the target instead)",
+                )
+            )
+    return kept

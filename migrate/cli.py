@@ -9,12 +9,48 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from typer.core import TyperArgument, TyperGroup
 
 from migrate import __version__
+
+
+class _PlainArgument(TyperArgument):
+    """An argument shown as `PATHS...` in usage and help, never as `{paths}... <list[str]>`."""
+
+    def display_type_rich(self, ctx):
+        return None
+
+    def _rich_display_name(self) -> str:
+        return f"{self.metavar}{'...' if self.nargs != 1 else ''}"
+
+    def _usage_display_name(self) -> str:
+        name = self._rich_display_name()
+        return name if self.required else f"[{name}]"
+
+
+class _PlainHelpGroup(TyperGroup):
+    """Help as `--select CODES`: a placeholder names what to type, a flag shows none (typer
+    would print the Python type, `--exit-zero <bool>`, which reads as "takes a value")."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        for command in self.commands.values():
+            for param in command.params:
+                if isinstance(param, TyperArgument):
+                    param.__class__ = _PlainArgument
+                    param.metavar = param.metavar or (param.name or "arg").upper()
+                elif param.metavar is None and not getattr(param, "is_flag", False):
+                    # verify's options: the last word of the name (input_shape -> SHAPE).
+                    param.metavar = (param.name or "value").split("_")[-1].upper()
+
 
 app = typer.Typer(
     name="migrate",
     help="Move PyTorch code off TorchScript (to torch.export / ExecuTorch) and off CUDA 12.8.",
+    cls=_PlainHelpGroup,
+    # Plain help wraps at the terminal width; rich's boxed table left options' help a
+    # 20-column strip at 80 columns.
+    rich_markup_mode=None,
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -66,24 +102,40 @@ def _progress(enabled: bool, label: str):
 
 
 # Options shared by scan and apply.
-PathsArg = Annotated[list[str], typer.Argument(help="Files or folders to look at.")]
+PathsArg = Annotated[
+    list[str], typer.Argument(metavar="PATHS", help="Files or folders to look at.")
+]
 SelectOpt = Annotated[
     list[str] | None,
-    typer.Option("--select", help="Only these rules or prefixes (MIG1, MIG301); comma-separated."),
+    typer.Option(
+        "--select",
+        metavar="CODES",
+        help="Only these rules or prefixes (MIG1, MIG301); comma-separated.",
+    ),
 ]
 IgnoreOpt = Annotated[
-    list[str] | None, typer.Option("--ignore", help="Skip these rules or prefixes.")
+    list[str] | None,
+    typer.Option("--ignore", metavar="CODES", help="Skip these rules or prefixes."),
 ]
 ExcludeOpt = Annotated[
-    list[str] | None, typer.Option("--exclude", help="Glob of paths to skip (repeatable).")
+    list[str] | None,
+    typer.Option("--exclude", metavar="GLOB", help="Glob of paths to skip (repeatable)."),
 ]
 CudaOpt = Annotated[
-    str | None, typer.Option("--cuda", help="CUDA target for MIG3xx fixes: 13.0 (default) or 13.2.")
+    str | None,
+    typer.Option(
+        "--cuda", metavar="VERSION", help="CUDA target for MIG3xx fixes: 13.0 (default) or 13.2."
+    ),
 ]
-JobsOpt = Annotated[int | None, typer.Option("--jobs", "-j", help="Worker processes.")]
+JobsOpt = Annotated[
+    int | None,
+    typer.Option("--jobs", "-j", metavar="N", help="Worker processes (0: one per CPU)."),
+]
 ConfigOpt = Annotated[
     str | None,
-    typer.Option("--config", help="Read the tool.migrate table from this pyproject.toml."),
+    typer.Option(
+        "--config", metavar="FILE", help="Read the tool.migrate table from this pyproject.toml."
+    ),
 ]
 IsolatedOpt = Annotated[
     bool, typer.Option("--isolated", help="Ignore pyproject.toml configuration.")
@@ -104,6 +156,8 @@ def build_options(
     from migrate.engine import ScanOptions
     from migrate.registry import unknown_codes
 
+    if jobs is not None and jobs < 0:
+        raise ValueError(f"--jobs must be 0 (one per CPU) or more, not {jobs}")
     config = resolve_config(paths, config_file, isolated)
     select_list = _split(select) if select else config.select
     ignore_list = (_split(ignore) or []) + list(config.ignore)
@@ -146,6 +200,28 @@ def _os_reason(exc: OSError) -> str:
     return exc.strerror.lower() if exc.strerror else str(exc)
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C so that a file being written is cleaned up."""
+
+
+@contextmanager
+def _sigterm_as_interrupt():
+    import signal
+
+    def _raise(signum, frame):
+        raise Terminated
+
+    try:
+        previous = signal.signal(signal.SIGTERM, _raise)
+    except ValueError:  # not the main thread (an embedding test runner): leave it alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 @contextmanager
 def _errors(debug: bool):
     from migrate.config import ConfigError
@@ -159,6 +235,9 @@ def _errors(debug: bool):
         if debug:
             raise
         raise fail(str(exc)) from None
+    except Terminated:
+        typer.echo("terminated", err=True)
+        raise typer.Exit(143) from None
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)
         raise typer.Exit(130) from None
@@ -172,10 +251,12 @@ def _errors(debug: bool):
 def scan(
     paths: PathsArg,
     format: Annotated[
-        str | None, typer.Option("--format", "-f", help="text | json | sarif | github")
+        str | None,
+        typer.Option("--format", "-f", metavar="FORMAT", help="text | json | sarif | github"),
     ] = None,
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write the report to a file.")
+        Path | None,
+        typer.Option("--output", "-o", metavar="FILE", help="Write the report to a file."),
     ] = None,
     select: SelectOpt = None,
     ignore: IgnoreOpt = None,
@@ -228,7 +309,11 @@ def apply(
     ] = False,
     out: Annotated[
         Path | None,
-        typer.Option("--out", help="Write the migrated copy of the tree here; keep the original."),
+        typer.Option(
+            "--out",
+            metavar="DIR",
+            help="Write the migrated copy of the tree here; keep the original.",
+        ),
     ] = None,
     allow_dirty: Annotated[
         bool, typer.Option("--allow-dirty", help="Also rewrite files with uncommitted changes.")
@@ -252,20 +337,22 @@ def apply(
     debug: DebugOpt = False,
 ) -> None:
     """Rewrite what can be rewritten; --dry-run shows the diff instead."""
-    from migrate.apply import copy_tree, run_apply
+    from migrate.apply import copy_tree, out_targets, run_apply
     from migrate.report.apply_text import render_apply
 
-    with _errors(debug):
+    with _errors(debug), _sigterm_as_interrupt():
         options, config = build_options(
             paths, select, ignore, exclude, cuda, jobs, config_file, isolated, no_cache
         )
         unsafe = config.unsafe_fixes if unsafe_fixes is None else unsafe_fixes
         targets = list(paths)
         if out is not None:
-            if out.exists() and any(out.iterdir()):
+            out_targets(paths, out)  # refuses --out inside the tree or a name collision
+            if out.is_dir() and any(out.iterdir()):
                 raise ValueError(f"--out {out}: folder exists and is not empty")
-            targets = [str(p) for p in copy_tree(paths, out)]
-            allow_dirty = True
+            if not dry_run:  # a dry run shows the diff of the tree itself and writes nothing
+                targets = [str(p) for p in copy_tree(paths, out)]
+                allow_dirty = True
         with _progress(True, "migrating") as progress:
             result = run_apply(
                 targets,
@@ -333,7 +420,8 @@ def report(
     path: Annotated[str, typer.Argument(help="The repository (or folder) to plan for.")],
     format: Annotated[str, typer.Option("--format", "-f", help="markdown | html")] = "markdown",
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write the plan to a file.")
+        Path | None,
+        typer.Option("--output", "-o", metavar="FILE", help="Write the plan to a file."),
     ] = None,
     select: SelectOpt = None,
     ignore: IgnoreOpt = None,
@@ -350,6 +438,8 @@ def report(
     with _errors(debug):
         if format not in RENDERERS:
             raise ValueError(f"--format must be one of {', '.join(RENDERERS)}, not {format}")
+        if not os.path.exists(path):
+            raise ValueError(f"{path}: no such file or directory")
         options, _ = build_options(
             [path], select, ignore, exclude, cuda, jobs, config_file, isolated
         )
@@ -357,10 +447,19 @@ def report(
             plan = build_plan(path, options, progress)
         rendered = RENDERERS[format](plan)
         if output:
-            output.write_text(rendered, encoding="utf-8")
-            typer.echo(f"wrote {output}", err=True)
+            try:
+                output.write_text(rendered, encoding="utf-8")
+            except OSError as exc:
+                raise ValueError(f"--output {output}: {_os_reason(exc)}") from None
+            # Absolute: `migrate demo` and scripts run it from another folder.
+            typer.echo(f"wrote {output.absolute()}", err=True)
         else:
             sys.stdout.write(rendered)
+        # The plan lists them too, but a script reading the exit code must see them.
+        for err in plan.errors:
+            typer.echo(f"error: {err.path}: {err.message}", err=True)
+    if plan.errors:
+        raise typer.Exit(EXIT_ERROR)
 
 
 @app.command()
@@ -393,14 +492,17 @@ def demo(
     workdir: Annotated[
         Path | None,
         typer.Option(
-            "--dir", help="Copy the sample into this folder (default: a new temp folder)."
+            "--dir",
+            metavar="DIR",
+            help="Copy the sample into this folder (default: a new temp folder).",
         ),
     ] = None,
     verify: Annotated[
         bool, typer.Option("--verify/--no-verify", help="Run `migrate verify` when installed.")
     ] = True,
     sample: Annotated[
-        Path | None, typer.Option("--sample", help="Another repository to run the story on.")
+        Path | None,
+        typer.Option("--sample", metavar="DIR", help="Another repository to run the story on."),
     ] = None,
 ) -> None:
     """Run scan, report, apply and verify on a copy of the bundled sample repository."""

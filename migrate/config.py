@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,15 +44,26 @@ class Config:
 
 def find_pyproject(paths: list[str]) -> Path | None:
     """The closest pyproject.toml with a [tool.migrate] table, walking up from the first path."""
-    start = Path(paths[0] if paths else ".").resolve()
+    # realpath, not resolve(): a symlink loop named first is reported by the scan, not here.
+    start = Path(os.path.realpath(paths[0] if paths else "."))
     if not start.is_dir():
         start = start.parent
     for folder in (start, *start.parents):
         candidate = folder / "pyproject.toml"
         if candidate.is_file():
             try:
-                text = candidate.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError):
+                data_bytes = candidate.read_bytes()
+            except OSError:
+                continue
+            try:
+                text = data_bytes.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                # As for invalid TOML: our table in a file we cannot read is an error.
+                if b"tool.migrate" in data_bytes:
+                    raise ConfigError(
+                        f"{candidate}: not UTF-8 (byte {exc.start}: {exc.reason}); "
+                        "TOML files must be UTF-8"
+                    ) from None
                 continue
             try:
                 data = tomllib.loads(text)

@@ -46,14 +46,11 @@ class Step:
 
 
 def _inside_git(folder: Path) -> bool:
+    from migrate import gitsafe
+
     try:
-        proc = subprocess.run(
-            ["git", "rev-parse", "--is-inside-work-tree"],
-            cwd=folder,
-            capture_output=True,
-            timeout=10,
-        )
-    except (OSError, subprocess.TimeoutExpired):
+        proc = gitsafe.run(["rev-parse", "--is-inside-work-tree"], folder, timeout=10)
+    except gitsafe.GitUnavailable:
         return False
     return proc.returncode == 0
 
@@ -164,6 +161,9 @@ def run_demo(
             echo(f"\n$ migrate {' '.join(step.args)}    # {step.note}")
             sys.stdout.flush()
             code = _run_in_process(app, step.args)
+            # The step's stderr lines (`wrote ...`) stay beside its stdout, not after the end.
+            sys.stdout.flush()
+            sys.stderr.flush()
             if code not in step.expected:
                 echo(f"(exit {code}: unexpected)")
                 failed = True

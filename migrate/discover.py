@@ -6,10 +6,11 @@ import fnmatch
 import functools
 import os
 import re
-import subprocess
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from migrate import gitsafe
 
 SKIP_DIRS = frozenset(
     {
@@ -101,59 +102,72 @@ def is_excluded(path: Path, root: Path, patterns: Iterable[str]) -> bool:
     return False
 
 
-def _git_files(directory: Path) -> list[Path] | None:
+# git's warning for a folder it cannot list (dir.c, open_cached_dir).
+_GIT_UNREADABLE = re.compile(r"could not open directory '(.+)': (.+)$")
+
+
+def _git_files(directory: Path, errors: list[tuple[str, str]]) -> list[Path] | None:
     """Tracked and untracked-but-not-ignored files, or None outside a git work tree."""
     try:
-        proc = subprocess.run(
-            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-            cwd=directory,
-            capture_output=True,
-            timeout=60,
+        proc = gitsafe.run(
+            ["ls-files", "-z", "--cached", "--others", "--exclude-standard"], directory
         )
-    except (OSError, subprocess.TimeoutExpired):
+    except gitsafe.GitUnavailable:
         return None
     if proc.returncode != 0:
         return None
+    for line in proc.stderr.decode("utf-8", "replace").splitlines():
+        match = _GIT_UNREADABLE.search(line)
+        if match:
+            folder = (directory / match.group(1).rstrip("/")).as_posix()
+            errors.append((folder, f"cannot read folder: {match.group(2).lower()}"))
     names = proc.stdout.decode("utf-8", "surrogateescape").split("\0")
     return [directory / n for n in dict.fromkeys(names) if n]
 
 
 def _git_ignored(directory: Path) -> bool:
     try:
-        proc = subprocess.run(
-            ["git", "check-ignore", "-q", "."], cwd=directory, capture_output=True, timeout=30
-        )
-    except (OSError, subprocess.TimeoutExpired):
+        proc = gitsafe.run(["check-ignore", "-q", "."], directory, timeout=30)
+    except gitsafe.GitUnavailable:
         return False
     return proc.returncode == 0
 
 
-def _walk(directory: Path) -> Iterator[Path]:
+def _walk(directory: Path, errors: list[tuple[str, str]]) -> Iterator[Path]:
+    def unreadable(exc: OSError) -> None:
+        reason = exc.strerror.lower() if exc.strerror else str(exc)
+        errors.append((Path(exc.filename or directory).as_posix(), f"cannot read folder: {reason}"))
+
     # followlinks=False: a symlinked folder is not entered, so a symlink loop cannot recurse.
-    for dirpath, dirnames, filenames in os.walk(directory, followlinks=False):
+    for dirpath, dirnames, filenames in os.walk(directory, onerror=unreadable, followlinks=False):
         dirnames[:] = sorted(d for d in dirnames if not _skip_dir(d, os.path.join(dirpath, d)))
         for name in sorted(filenames):
             yield Path(dirpath) / name
 
 
 def discover(
-    paths: Iterable[str | Path], exclude: Iterable[str] = (), use_git: bool = True
+    paths: Iterable[str | Path],
+    exclude: Iterable[str] = (),
+    use_git: bool = True,
+    errors: list[tuple[str, str]] | None = None,
 ) -> list[SourceFile]:
-    """Expand the given files and folders into the files to consider, deduplicated, sorted."""
+    """Expand the given files and folders into the files to consider, deduplicated, sorted.
+    Folders that cannot be listed are appended to `errors` as (path, reason)."""
     exclude = list(exclude)
+    errors = [] if errors is None else errors
     seen: dict[str, SourceFile] = {}
     for given in paths:
         path = Path(given)
         if not os.path.lexists(path):
             raise UsageError(f"{path}: no such file or directory")
         if path.is_dir():
-            files = _git_files(path) if use_git else None
+            files = _git_files(path, errors) if use_git else None
             if files == [] and _git_ignored(path):
                 # Named on the command line but ignored by its enclosing repository (a folder
                 # inside a virtualenv or a build tree): the user asked for it, so walk it.
                 files = None
             if files is None:
-                files = list(_walk(path))
+                files = list(_walk(path, errors))
             else:
                 # git lists files inside skipped folders too (a committed venv, say).
                 skipped: dict[str, bool] = {}

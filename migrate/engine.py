@@ -622,10 +622,11 @@ class Scanner:
     def scan(self, paths: Iterable[str | Path]) -> ScanResult:
         # A missing path is an error record (exit 2); the other paths are still scanned.
         paths = list(paths)
-        missing = [FileError(str(p), "no such file or directory") for p in paths]
-        missing = [e for e in missing if not os.path.lexists(e.path)]
-        paths = [p for p in paths if os.path.lexists(p)]
-        files = discover(paths, self.options.exclude, self.options.use_git)
+        missing = [FileError(str(p), _unusable(p)) for p in paths if _unusable(p)]
+        paths = [p for p in paths if not _unusable(p)]
+        unlisted: list[tuple[str, str]] = []
+        files = discover(paths, self.options.exclude, self.options.use_git, unlisted)
+        missing += [FileError(folder, reason) for folder, reason in unlisted]
         jobs = self.jobs_for(files)
         self.jobs = {j.display: j for j in jobs}
         cache = self._open_cache(paths)
@@ -881,6 +882,18 @@ def _tree_fingerprint(jobs: list[_Job]) -> tuple:
 
 def _imports_module(qual: str, modules: set[str]) -> bool:
     return any(qual == m or qual.startswith(m + ".") for m in modules)
+
+
+def _unusable(path: str | Path) -> str | None:
+    """Why a path named on the command line cannot be scanned (missing, a symlink loop, a
+    dangling link), or None."""
+    if not os.path.lexists(path):
+        return "no such file or directory"
+    try:
+        os.stat(path)
+    except OSError as exc:
+        return exc.strerror.lower() if exc.strerror else str(exc)
+    return None
 
 
 def scan(paths: Iterable[str | Path], options: ScanOptions | None = None) -> ScanResult:

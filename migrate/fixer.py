@@ -10,16 +10,20 @@ import ast
 import bisect
 import codecs
 import difflib
+import errno
 import io
 import os
+import signal
 import stat
-import subprocess
 import tempfile
+import threading
 import tokenize
 from collections.abc import Callable, Collection, Iterable
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from migrate import gitsafe
 from migrate.checks.base import Edit, LineIndex
 from migrate.findings import Applicability, Finding, ImportSpec
 
@@ -47,8 +51,16 @@ def decode(data: bytes) -> Decoded:
     text = data.decode(encoding)
     if text.startswith("\ufeff"):
         text = text[1:]
-    newline = "\r\n" if "\r\n" in text else "\n"
-    return Decoded(text, encoding, bom, newline)
+    return Decoded(text, encoding, bom, newline_of(text))
+
+
+def newline_of(text: str) -> str:
+    """The file's line ending: CRLF, a lone CR (classic Mac) or LF."""
+    if "\r\n" in text:
+        return "\r\n"
+    if "\r" in text and "\n" not in text:
+        return "\r"
+    return "\n"
 
 
 def encode(decoded: Decoded, text: str) -> bytes:
@@ -316,7 +328,7 @@ def fix_imports(text: str, specs: list[str], python_file: bool = True) -> str:
     if edits is None:
         return _fix_imports_libcst(text, to_add, to_remove)
     index = LineIndex(text)
-    newline = "\r\n" if "\r\n" in text else "\n"
+    newline = newline_of(text)
     # Plain imports first, then from-imports, each sorted (as libcst's AddImportsVisitor).
     additions = sorted(dict.fromkeys(to_add), key=lambda s: (s.startswith("from "), s))
     if additions:
@@ -553,53 +565,83 @@ def fix_source(
 
 def write_atomic(path: Path, data: bytes) -> None:
     """Write to a temp file beside `path`, keep its mode, then rename over it."""
+    if os.path.islink(path):
+        # A rename would replace the link by a regular file (issue 15).
+        raise OSError(errno.ELOOP, "is a symlink; not replaced", str(path))
     mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else 0o644
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".migrate-tmp", dir=path.parent)
+    with _signals_held():
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".migrate-tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.chmod(tmp, mode)
+            os.replace(tmp, path)
+        except BaseException:
+            # Ctrl-C or a full disk: the original is untouched, and so must the folder be.
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+
+
+@contextmanager
+def _signals_held():
+    """Hold SIGINT/SIGTERM while one file is written, so that neither can land between
+    creating the temp file and cleaning it up; they are delivered right after."""
+    held = {signal.SIGINT, signal.SIGTERM}
+    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not (
+        threading.main_thread()
+    ):
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        # Ctrl-C or a full disk: the original is untouched, and so must the folder be.
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
-def dirty_files(paths: Iterable[Path]) -> set[Path]:
-    """Files with uncommitted changes (or untracked) inside a git work tree."""
-    dirty: set[Path] = set()
+def dirty_files(paths: Iterable[Path]) -> dict[Path, str]:
+    """Files inside a git work tree that git could not restore: modified, untracked or
+    ignored, each with its porcelain status (`M`, `??`, `!!`)."""
+    dirty: dict[Path, str] = {}
     by_dir: dict[Path, list[Path]] = {}
     for p in paths:
-        by_dir.setdefault(p.resolve().parent, []).append(p)
+        # The folder of the entry itself, not of a symlink's target.
+        by_dir.setdefault(Path(os.path.abspath(p)).parent.resolve(), []).append(p)
     tops: dict[Path, list[Path]] = {}
     for directory, files in by_dir.items():
         try:
-            proc = subprocess.run(
-                ["git", "rev-parse", "--show-toplevel"],
-                cwd=directory,
-                capture_output=True,
-                text=True,
-                timeout=30,
-            )
-        except (OSError, subprocess.TimeoutExpired):
+            proc = gitsafe.run(["rev-parse", "--show-toplevel"], directory, timeout=30)
+        except gitsafe.GitUnavailable:
             continue
         if proc.returncode != 0:
+            if b"dubious ownership" in proc.stderr:
+                # A work tree owned by someone else: git will not read it for us (and we do
+                # not widen safe.directory), so nothing there is known to be committed.
+                dirty.update((f, "?") for f in files)
             continue
-        tops.setdefault(Path(proc.stdout.strip()).resolve(), []).extend(files)
+        top = Path(proc.stdout.decode("utf-8", "surrogateescape").strip()).resolve()
+        tops.setdefault(top, []).extend(files)
     for top, files in tops.items():
-        rel = {os.path.relpath(f.resolve(), top): f for f in files}
-        proc = subprocess.run(
-            ["git", "status", "--porcelain", "-z", "--untracked-files=all", "--", *rel],
-            cwd=top,
-            capture_output=True,
-            timeout=60,
-        )
+        rel = {
+            os.path.relpath(Path(os.path.abspath(f)).parent.resolve() / f.name, top): f
+            for f in files
+        }
+        # --ignored=traditional with --untracked-files=all names each ignored file, so a
+        # file named on the command line inside an ignored folder is caught too.
+        args = ["status", "--porcelain", "-z", "--untracked-files=all", "--ignored=traditional"]
+        try:
+            proc = gitsafe.run([*args, "--", *rel], top)
+        except gitsafe.GitUnavailable:
+            proc = None
+        if proc is None or proc.returncode != 0:
+            # git could not tell: treat every file as unsafe rather than overwrite blind.
+            dirty.update((f, "?") for f in files)
+            continue
         entries = proc.stdout.decode("utf-8", "surrogateescape").split("\0")
         for entry in entries:
             if len(entry) > 3 and entry[3:] in rel:
-                dirty.add(rel[entry[3:]])
+                dirty[rel[entry[3:]]] = entry[:2].strip()
     return dirty

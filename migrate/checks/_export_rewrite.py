@@ -603,7 +603,9 @@ def _unsupported(ctx: PythonContext, use: ast.expr, holder: ast.AST | None) -> s
 def _jit_save_edits(ctx: PythonContext, call: ast.Call, scope: Scope, fix: Fix) -> bool:
     bound = bind_args(call, ("m", "f", "_extra_files"))
     if bound is None or "f" not in bound:
-        fix.fail("`torch.jit.save` with unusual arguments; rewrite by hand")
+        fix.fail(
+            f"`torch.jit.save` (line {call.lineno}) takes arguments the tool cannot map: rewrite that save by hand"
+        )
         return False
     fix.edits.append(Edit(*ctx.span(call.func), fix.need(ctx.spell("torch.export.save", scope))))
     path = bound["f"]
@@ -620,7 +622,9 @@ def _jit_save_edits(ctx: PythonContext, call: ast.Call, scope: Scope, fix: Fix) 
 def _method_save(ctx: PythonContext, call: ast.Call, value: str, scope: Scope, fix: Fix) -> bool:
     bound = bind_args(call, ("f", "_extra_files"))
     if bound is None or "f" not in bound:
-        fix.fail("`.save()` with unusual arguments; rewrite by hand")
+        fix.fail(
+            f"`.save()` (line {call.lineno}) takes arguments the tool cannot map: rewrite that save by hand"
+        )
         return True
     save = fix.need(ctx.spell("torch.export.save", scope))
     text = f"{save}({value}, {renamed_path(ctx, bound['f'], '.pt2', fix)}"
@@ -637,15 +641,33 @@ def _lite_save(ctx: PythonContext, call: ast.Call, program: str, scope: Scope, f
         fix.member("MIG204", call)
     if call.func.attr == "_save_to_buffer_for_lite_interpreter":
         if call.args or call.keywords:
-            fix.fail("`_save_to_buffer_for_lite_interpreter` with arguments; rewrite by hand")
+            fix.fail(_lite_options(call, 0))
             return
         fix.edits.append(Edit(*ctx.span(call), f"{program}.buffer"))
         return
     if len(call.args) != 1 or call.keywords or isinstance(call.args[0], ast.Starred):
-        fix.fail("`_save_for_lite_interpreter` with options; rewrite by hand")
+        fix.fail(_lite_options(call, 1))
         return
     path = renamed_path(ctx, call.args[0], ".pte", fix)
     fix.edits.append(Edit(*ctx.span(call), write_bytes(ctx, fix, path, f"{program}.buffer", scope)))
+
+
+def _lite_options(call: ast.Call, positional: int) -> str:
+    """Why a lite-interpreter save cannot become a .pte write, naming the call's line and
+    what blocks it (the finding may sit on the capture, lines away)."""
+    assert isinstance(call.func, ast.Attribute)
+    blocking = [f"`{kw.arg}=`" if kw.arg else "`**`" for kw in call.keywords]
+    blocking += ["`*`" for a in call.args if isinstance(a, ast.Starred)]
+    extra = sum(not isinstance(a, ast.Starred) for a in call.args) - positional
+    if extra > 0:
+        more = " more" if positional else ""
+        blocking.append(f"{extra}{more} positional argument{'s' * (extra != 1)}")
+    elif not call.args and positional:
+        blocking.append("no path")
+    return (
+        f"`{call.func.attr}` (line {call.lineno}) passes {', '.join(blocking)}, which an "
+        "ExecuTorch `.pte` write has no place for: rewrite that save by hand"
+    )
 
 
 def mobile_fix(ctx: PythonContext, call: ast.Call, program: str, scope: Scope, fix: Fix) -> None:
@@ -655,7 +677,9 @@ def mobile_fix(ctx: PythonContext, call: ast.Call, program: str, scope: Scope, f
         call, ("script_module", "optimization_blocklist", "preserved_methods", "backend")
     )
     if bound is None:
-        fix.fail("`optimize_for_mobile` with unusual arguments; rewrite by hand")
+        fix.fail(
+            f"`optimize_for_mobile` (line {call.lineno}) takes arguments the tool cannot map: rewrite that call by hand"
+        )
         return
     backend = bound.get("backend")
     if backend is not None and not (

@@ -43,6 +43,8 @@ def render_apply(result, dry_run: bool, color: bool = False) -> str:
             out.print(_diff_text(fix.diff()), end="")
     for err in result.errors:
         out.print(Text(f"error: {err.path}: {err.message}", style="red"))
+    for note in result.notes:
+        out.print(Text(f"note: {note.path}: {note.message}", style="yellow"))
     applied = result.applied
     files = len(result.changed)
     verb = "Would fix" if dry_run else "Fixed"
