@@ -24,7 +24,7 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import pytest
@@ -103,11 +103,9 @@ def _py_files(root: Path) -> dict[str, bytes]:
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*.py"))}
 
 
-@pytest.fixture(scope="module")
-def migrated(request, tmp_path_factory) -> Migrated:
-    """Parametrized indirectly with the repository name."""
-    repo = request.param
-    base = tmp_path_factory.mktemp(f"lib_{repo}")
+def migrate_copy(repo: str, base: Path) -> Migrated:
+    """Copy ``repo`` twice under ``base``, run its suite, migrate one copy, run it again."""
+    base.mkdir(parents=True, exist_ok=True)
     original = _copy(repo, base / "original")
     work = _copy(repo, base / "migrated")
 
@@ -135,6 +133,30 @@ def migrated(request, tmp_path_factory) -> Migrated:
 
     after = run_suite(work, base / "after.xml")
     return Migrated(repo, original, work, before, after, rewritten)
+
+
+@pytest.fixture(scope="module")
+def migrated(request, tmp_path_factory) -> Migrated:
+    """Parametrized indirectly with the repository name; one migration per repository."""
+    pytest.importorskip("torch")  # the samples' own suites need it (the verify extra)
+    repo = request.param
+    run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if not run_id:
+        return migrate_copy(repo, tmp_path_factory.mktemp(f"lib_{repo}"))
+    # under xdist the repository's tests may land on several workers: the first one to
+    # get here migrates, the others read its result (torch depends on filelock)
+    from filelock import FileLock
+
+    shared = tmp_path_factory.getbasetemp().parent / f"lib_{repo}_{run_id}"
+    with FileLock(f"{shared}.lock"):
+        record = shared / "migrated.json"
+        if not record.is_file():
+            result = migrate_copy(repo, shared)
+            record.write_text(json.dumps(asdict(result), default=str))
+        fields = json.loads(record.read_text())
+    return Migrated(
+        **{**fields, "original": Path(fields["original"]), "migrated": Path(fields["migrated"])}
+    )
 
 
 def pass_to_fail(m: Migrated) -> dict[str, str]:
