@@ -10,6 +10,7 @@ side matches any path of the same format. Only `ast` is used: no torch, nothing 
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -119,51 +120,57 @@ class Tree:
         producers: list[Use] = []
         consumers: list[Use] = []
         for module, tree in self.modules.items():
-            file = self.files[module]
             for node in ast.walk(tree):
-                if not isinstance(node, ast.Call):
-                    continue
-                name = self.qualify(module, dotted(node.func))
-                if name == "torch.save":  # a state dict or tensors, not a model archive
-                    continue
-
-                def use(fmt: str, arg: ast.expr | None, node: ast.Call = node) -> Use:
-                    path = UNKNOWN if arg is None else self.resolve(module, arg)
-                    return Use(file, node.lineno, fmt, path)
-
-                first = node.args[0] if node.args else None
-                second = node.args[1] if len(node.args) > 1 else None
-                for pattern, fmt in CONSUMERS.items():
-                    if matches(name, pattern):
-                        consumers.append(use(fmt, first))
-                        break
-                else:
-                    for pattern, fmt in PRODUCERS_2ND.items():
-                        if matches(name, pattern):
-                            producers.append(use(fmt, second))
-                            break
-                    else:
-                        method = name.rsplit(".", 1)[-1]
-                        if "." in name and method in PRODUCERS_METHOD:
-                            producers.append(use(PRODUCERS_METHOD[method], first))
-                        elif method == "write_bytes" and isinstance(node.func, ast.Attribute):
-                            target = node.func.value
-                            arg = target.args[0] if isinstance(target, ast.Call) else None
-                            if arg is not None and (self.resolve(module, arg) or "").endswith(
-                                ".pte"
-                            ):
-                                producers.append(use("pte", arg))
-                            elif arg is not None and self.resolve(module, arg) is UNKNOWN:
-                                producers.append(use("pte", arg))
+                if isinstance(node, ast.Call):
+                    found = self.classify(module, node)
+                    if found is not None:
+                        role, fmt, arg = found
+                        path = UNKNOWN if arg is None else self.resolve(module, arg)
+                        use = Use(self.files[module], node.lineno, fmt, path)
+                        (producers if role == "producer" else consumers).append(use)
         return producers, consumers
 
+    def classify(self, module: str, node: ast.Call) -> tuple[str, str, ast.expr | None] | None:
+        """("producer" | "consumer", format, path argument) for an artifact call, else None."""
+        name = self.qualify(module, dotted(node.func))
+        args = list(node.args) + [None, None]
+        for pattern, fmt in CONSUMERS.items():
+            if matches(name, pattern):
+                return "consumer", fmt, args[0]
+        for pattern, fmt in PRODUCERS_2ND.items():
+            if matches(name, pattern):
+                return "producer", fmt, args[1]
+        if name == "torch.save":  # a state dict or tensors, not a model archive
+            return None
+        method = name.rsplit(".", 1)[-1]
+        if "." in name and method in PRODUCERS_METHOD:
+            return "producer", PRODUCERS_METHOD[method], args[0]
+        if method == "write_bytes" and isinstance(node.func, ast.Attribute):
+            # pathlib.Path(path).write_bytes(program.buffer): an ExecuTorch program, unless
+            # the path is known to name something else.
+            target = node.func.value
+            path = target.args[0] if isinstance(target, ast.Call) and target.args else None
+            resolved = None if path is None else self.resolve(module, path)
+            if path is not None and (resolved is UNKNOWN or resolved.endswith(".pte")):
+                return "producer", "pte", path
+        return None
 
-def unmatched_consumers(root: Path) -> list[Use]:
-    """Loads of an artifact that no producer in the tree writes (same format and path)."""
+
+def unmatched_consumers(root: Path, separate: Callable[[str], str] | None = None) -> list[Use]:
+    """Loads of an artifact that no producer in the tree writes (same format and path).
+
+    `separate(file)` names the project a file belongs to where one tree holds several:
+    a producer then feeds only the consumers of its own project.
+    """
     producers, consumers = Tree(root).uses()
+    project = separate or (lambda file: "")
     left = []
     for consumer in consumers:
-        same_format = [p for p in producers if p.format == consumer.format]
+        same_format = [
+            p
+            for p in producers
+            if p.format == consumer.format and project(p.file) == project(consumer.file)
+        ]
         if not any(
             p.path is UNKNOWN or consumer.path is UNKNOWN or p.path == consumer.path
             for p in same_format

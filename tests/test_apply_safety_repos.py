@@ -83,7 +83,7 @@ def run_programs(tmp_path: Path, trees: dict[str, Path]) -> dict[str, dict]:
     )
     assert proc.returncode == 0, f"driver crashed:\n{proc.stdout[-2000:]}{proc.stderr[-4000:]}"
     runs = json.loads(results_file.read_text())
-    return dict(zip(trees, runs))
+    return dict(zip(trees, runs, strict=True))
 
 
 def numbers(run: dict, label: str) -> dict:
@@ -157,9 +157,18 @@ def keeps_trace_and_save_together(before: Path, after: Path) -> None:
 
 
 CASES = {
-    "a_service": (None, "the loaders read classifier.pt2 / .pte that the kept exporter never writes"),
-    "b_detection": (None, "the run-time path loader becomes torch.export.load of a TorchScript file"),
-    "c_shared_path": (None, "the load of RANKER_PATH is rewritten while its save stays TorchScript"),
+    "a_service": (
+        None,
+        "the loaders read classifier.pt2 / .pte that the kept exporter never writes",
+    ),
+    "b_detection": (
+        None,
+        "the run-time path loader becomes torch.export.load of a TorchScript file",
+    ),
+    "c_shared_path": (
+        None,
+        "the load of RANKER_PATH is rewritten while its save stays TorchScript",
+    ),
     "d_module_capture": (
         keeps_encoder_callable,
         "the module-level encoder becomes an ExportedProgram that pipeline.py calls directly",
@@ -216,7 +225,9 @@ def test_migrated_repository_still_runs_and_computes_the_same(case, tmp_path):
     shutil.copytree(before, migrated)
     assert unmatched_consumers(original) == [], "fixture: every load has a producer"
 
-    applied = run_cli(["apply", "--allow-dirty", *args, str(migrated)], tmp_path, clean_env(tmp_path))
+    applied = run_cli(
+        ["apply", "--allow-dirty", *args, str(migrated)], tmp_path, clean_env(tmp_path)
+    )
     # 1 only says findings are left for review; 2 would be an error.
     assert applied.code in (0, 1), applied.stdout + applied.stderr
 
