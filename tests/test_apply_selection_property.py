@@ -1,6 +1,7 @@
-"""Property: whatever rules `--select` names, `migrate apply` never leaves a load behind
-whose file nothing writes any more (a loader rewritten while its producer stayed TorchScript,
-or a producer rewritten while its loader still reads the old archive).
+"""Property: whatever rules `--select` names, with or without `--unsafe-fixes`, `migrate
+apply` never leaves a load behind whose file nothing writes any more (a loader rewritten
+while its producer stayed TorchScript, or a producer rewritten while its loader still reads
+the old archive).
 
 The tree joins the packages of the artifact cases of fixtures/repos/safety (a service whose
 exporter stays for review, a detection loader with a run-time path, a save/load pair sharing
@@ -31,6 +32,8 @@ PACKAGES = {
     "h_select_save": "pair",
 }
 CODES = sorted(code for code in all_rules() if code.startswith(("MIG1", "MIG2")))
+# Drawn too once `apply` has the option (issue 10 adds it); until then only the safe fixes.
+HAS_UNSAFE_FIXES = "--unsafe-fixes" in invoke(["apply", "--help"], Path.cwd()).stdout
 
 
 def package_of(file: str) -> str:
@@ -62,18 +65,22 @@ def test_the_joined_tree_is_consistent_before_apply():
     phases=[Phase.explicit, Phase.generate],
     suppress_health_check=[HealthCheck.too_slow],
 )
-@given(select=st.sets(st.sampled_from(CODES), min_size=1))
-def test_no_selection_leaves_a_load_without_its_producer(select):
+@given(
+    select=st.sets(st.sampled_from(CODES), min_size=1),
+    unsafe=st.booleans() if HAS_UNSAFE_FIXES else st.just(False),
+)
+def test_no_selection_leaves_a_load_without_its_producer(select, unsafe):
     with tempfile.TemporaryDirectory() as tmp:
         root = build_tree(Path(tmp) / "repo")
         # The command line in this process, so the defaults are the ones users get.
-        args = ["apply", "--allow-dirty", "--isolated", "--no-cache"]
-        run = invoke([*args, "--select", ",".join(sorted(select)), str(root)], Path(tmp))
+        selected = ",".join(sorted(select))
+        args = ["apply", "--allow-dirty", "--isolated", "--no-cache", "--select", selected]
+        args += ["--unsafe-fixes"] if unsafe else []
+        run = invoke([*args, str(root)], Path(tmp))
         assert run.code in (0, 1), run.stdout + run.stderr
         unmatched = unmatched_consumers(root, separate=package_of)
-        assert unmatched == [], f"--select {','.join(sorted(select))}: " + "; ".join(
-            f"{use}: nothing in the tree writes it" for use in unmatched
-        )
+        left = "; ".join(f"{use}: nothing in the tree writes it" for use in unmatched)
+        assert unmatched == [], f"{' '.join(args)}: {left}"
 
 
 # The checker itself: it must see a broken flow where there is one, and only there.
