@@ -48,7 +48,7 @@ DRIVER = textwrap.dedent(
                 runpy.run_path(run_py, run_name="__main__")
             code = 0
         except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
+            code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
         except BaseException:
             code, error = 1, traceback.format_exc()
         os.chdir(cwd)
