@@ -117,6 +117,23 @@ def text(root: Path, rel: str) -> str:
 # What each case must keep, whatever the implementation: (before tree, migrated tree) -> None.
 
 
+def names_only_written_formats(before: Path, after: Path) -> None:
+    """No file names a .pt2 / .pte unless something in the tree writes that format."""
+    sources = "".join(p.read_text(encoding="utf-8") for p in sorted(after.rglob("*.py")))
+    writers = {".pt2": "torch.export.save(", ".pte": ".write_bytes("}
+    for suffix, writer in writers.items():
+        if re.search(re.escape(suffix) + r"\b", sources):
+            assert writer in sources, f"{suffix} is named but nothing calls {writer}...)"
+
+
+def changes_the_path_in_the_constant(before: Path, after: Path) -> None:
+    """A load rewritten to .pt2 reads the shared constant, and the constant names the .pt2."""
+    serve, paths = text(after, "ranking/serve.py"), text(after, "ranking/paths.py")
+    if "torch.export.load(" in serve:
+        assert "torch.export.load(RANKER_PATH)" in serve, serve
+        assert '"ranker.pt2"' in paths, paths
+
+
 def keeps_encoder_callable(before: Path, after: Path) -> None:
     encoders, pipeline = text(after, "pkg/encoders.py"), text(after, "pkg/pipeline.py")
     if "torch.jit.trace(" not in encoders:
@@ -159,7 +176,7 @@ def keeps_trace_and_save_together(before: Path, after: Path) -> None:
 
 CASES = {
     "a_service": (
-        None,
+        names_only_written_formats,
         "the loaders read classifier.pt2 / .pte that the kept exporter never writes",
     ),
     "b_detection": (
@@ -167,7 +184,7 @@ CASES = {
         "the run-time path loader becomes torch.export.load of a TorchScript file",
     ),
     "c_shared_path": (
-        None,
+        changes_the_path_in_the_constant,
         "the load of RANKER_PATH is rewritten while its save stays TorchScript",
     ),
     "d_module_capture": (
