@@ -218,7 +218,7 @@ CASES = {
 }
 # Cases that break today (issue 10); strict, so they turn red once the fix makes them pass.
 # All ten break with plain `apply` as the reasons say (and `--unsafe-fixes` is no option yet).
-FAILING_TODAY = set(CASES)
+FAILING_TODAY = set(CASES) - {"e_tracer_warning", "h_select_save"}
 
 
 def case_params():
