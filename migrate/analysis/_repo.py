@@ -192,6 +192,8 @@ class FileIndex:
                 current = self.table.module_scope
                 continue
             if name in current.imports:
+                if current.kind != "module" and name in current.locals:
+                    return "local", current  # imported and rebound in a function: unclear
                 return "import", self.table.canonical(current.imports[name])
             if name in current.locals or name in current.aliases or name in current.defs:
                 return "local", current

@@ -364,6 +364,8 @@ def _call(
     repo: Repo, f: FileIndex, call: ast.Call, scope: Scope, prefix: bool, depth: int
 ) -> _Value | None:
     qual = f.qualname(call.func)
+    if isinstance(call.func, ast.Name) and f.lookup(call.func.id, scope)[0] == "free":
+        qual = call.func.id  # a builtin such as str()
     args = call.args
     if call.keywords and qual not in _ENV:
         return None
