@@ -114,6 +114,7 @@ def test_unknown_paths_have_no_key_and_link_to_nothing(tmp_path):
         tmp_path,
         {
             "export.py": """
+                import io
                 import sys
                 import argparse
                 import torch
@@ -130,7 +131,7 @@ def test_unknown_paths_have_no_key_and_link_to_nothing(tmp_path):
                 for name in ("a.pt", "b.pt"):
                     torch.jit.save(m, name)
 
-                with open("model.pt", "wb") as fh:
+                with io.BytesIO() as fh:
                     torch.jit.save(m, fh)
             """,
             "load.py": """
@@ -146,6 +147,37 @@ def test_unknown_paths_have_no_key_and_link_to_nothing(tmp_path):
     consumer = facts.consumers[0]
     assert facts.producers_of(consumer) == []
     assert len(facts.unknown_producers) == 5
+
+
+def test_file_objects_opened_on_a_path(tmp_path):
+    tree = Tree(
+        tmp_path,
+        {
+            "app.py": """
+                import io
+                import torch
+                from pathlib import Path
+
+                def export(m):
+                    with open("model.pt", "wb") as fh:
+                        torch.jit.save(m, fh)
+
+                def serve_path():
+                    with Path("model.pt").open("rb") as fh:
+                        return torch.jit.load(fh)
+
+                def serve_io():
+                    with io.open("model.pt", "rb") as fh:
+                        return torch.jit.load(fh)
+
+                def serve_wrapped():
+                    with open("model.pt", "rb") as fh:
+                        fh = wrap(fh)
+                        return torch.jit.load(fh)
+            """,
+        },
+    )
+    assert [s.key for s in tree.facts.sites] == ["model.pt", "model.pt", "model.pt", None]
 
 
 def test_different_files_get_different_keys(tmp_path):

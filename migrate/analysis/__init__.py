@@ -50,15 +50,15 @@ class RepoFacts:
     """The answers, indexed by the start (display, line, column) of the call they are about."""
 
     def __init__(self, repo: Repo) -> None:
-        self.sites: list[Site] = find_sites(repo)
+        captures, self._traces, torchscript_names = find_captures(repo)
+        self.captures: list[CaptureValue] = captures
+        self._captures_at = {c.call.start: c for c in captures}
+        self.sites: list[Site] = find_sites(repo, torchscript_names)
         self._sites_at = {s.span.start: s for s in self.sites}
         self._by_key: dict[str, list[Site]] = {}
         for site in self.sites:
             if site.key is not None:
                 self._by_key.setdefault(site.key, []).append(site)
-        captures, self._traces = find_captures(repo)
-        self.captures: list[CaptureValue] = captures
-        self._captures_at = {c.call.start: c for c in captures}
         self._classes = find_captured_classes(repo)
 
     # ---- artifacts ----------------------------------------------------------------------

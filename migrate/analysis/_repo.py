@@ -71,6 +71,11 @@ SELF_RETURNING = frozenset(
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
+def terminal_names(quals: frozenset[str]) -> frozenset[str]:
+    """torch.jit.load -> load: the name a call of the API is spelled with, alias aside."""
+    return frozenset(q.rpartition(".")[2] for q in quals)
+
+
 class FileIndex:
     """One file's lazily built lookups."""
 
@@ -110,9 +115,12 @@ class FileIndex:
             return
         table = self.table
         parents: dict[int, ast.AST] = {}
-        for holder in ast.walk(self.tree):
+        stack: list[ast.AST] = [self.tree]
+        while stack:
+            holder = stack.pop()
             for child in ast.iter_child_nodes(holder):
                 parents[id(child)] = holder
+                stack.append(child)
             if isinstance(holder, ast.Name):
                 if isinstance(holder.ctx, ast.Load):
                     self._loads.setdefault(holder.id, []).append(holder)
@@ -145,9 +153,19 @@ class FileIndex:
         self._index()
         return self._attrs.get(attr, [])
 
-    def calls(self) -> list[ast.Call]:
+    def calls(self, names: frozenset[str]) -> Iterator[ast.Call]:
+        """Calls of a function or method named one of `names`, or of an imported alias
+        (`from torch.jit import load as L`): the others cannot be the API asked for."""
         self._index()
-        return self._calls
+        aliases = {local for scope in self.table.scopes.values() for local in scope.imports}
+        aliases.update(self.table.module_scope.aliases)
+        for call in self._calls:
+            func = call.func
+            if isinstance(func, ast.Attribute):
+                if func.attr in names:
+                    yield call
+            elif isinstance(func, ast.Name) and (func.id in names or func.id in aliases):
+                yield call
 
     def import_froms(self) -> list[ast.ImportFrom]:
         self._index()

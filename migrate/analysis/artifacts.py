@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import ast
 import posixpath
+import re
 import sys
+from collections.abc import Collection
 from dataclasses import dataclass, replace
 
 from migrate.analysis._repo import FileIndex, Repo, Span, self_name, unwrap_call
@@ -38,8 +40,11 @@ LOADS = {
 }
 METHOD_SAVE = "ScriptModule.save"
 METHOD_LITE = "ScriptModule._save_for_lite_interpreter"
-# Words a file must contain to hold a site (a cheap filter before any table is built).
-_WORDS = ("jit", "_for_lite_interpreter", ".save(")
+_CALL_NAMES = frozenset(
+    {"save", "_save_for_lite_interpreter", *(q.rpartition(".")[2] for q in LOADS)}
+)
+# A file holds a site only if it spells one of these calls (checked before any table).
+_CALL_WORDS = re.compile(r"\b(?:save|load|_load_for_lite_interpreter)\b")
 _PATH_TYPES = frozenset(
     f"pathlib.{t}" for t in ("Path", "PurePath", "PosixPath", "PurePosixPath", "WindowsPath")
 )
@@ -99,15 +104,22 @@ class _Value:
     literals: tuple[tuple[str, Span], ...] = ()
 
 
-def find_sites(repo: Repo) -> list[Site]:
+def find_sites(repo: Repo, torchscript_names: Collection[str] = ()) -> list[Site]:
+    """Every producer and consumer. `torchscript_names`: names bound at module level to a
+    TorchScript module somewhere; a file without "jit" can only save one it imports."""
     sites: list[Site] = []
     for f in repo:
-        if not any(word in f.src.text for word in _WORDS):
+        text = f.src.text
+        if not _CALL_WORDS.search(text):
             continue
-        for call in f.calls():
+        if "jit" not in text and "_for_lite_interpreter" not in text:
+            if ".save(" not in text or not any(n in text for n in torchscript_names):
+                continue
+        for call in f.calls(_CALL_NAMES):
             site = _site(repo, f, call)
             if site is not None:
                 sites.append(site)
+    sites.sort(key=lambda s: s.span)
     shared: dict[Span, int] = {}
     for site in sites:
         if site.path_def is not None:
@@ -315,6 +327,9 @@ def _name(
     if kind == "import":
         return _qualified(repo, str(where), prefix, depth)
     assert isinstance(where, Scope)
+    opened = _opened_file(f, where, expr.id)
+    if opened is not None:
+        return evaluate(repo, f, opened, where, prefix=prefix, depth=depth)
     found = f.value_of(expr)
     if found is not None:
         owner, value, value_scope = found
@@ -323,6 +338,25 @@ def _name(
             return result
     if prefix and where is f.table.module_scope:
         return _Value(f"{{{f.module}.{expr.id}}}" if f.module else f"{{{expr.id}}}")
+    return None
+
+
+def _opened_file(f: FileIndex, scope: Scope, name: str) -> ast.expr | None:
+    """The path of `with open(path, ...) as name` when that is the name's only binding."""
+    stores = f.stores(scope, name)
+    holder = f.parent(stores[0]) if len(stores) == 1 else None
+    if not isinstance(holder, ast.withitem) or holder.optional_vars is not stores[0]:
+        return None
+    call = holder.context_expr
+    if not isinstance(call, ast.Call):
+        return None
+    func = call.func
+    if isinstance(func, ast.Name) and func.id == "open" and call.args:
+        return call.args[0] if f.lookup("open", scope)[0] == "free" else None
+    if isinstance(func, ast.Attribute) and func.attr == "open":
+        if f.qualname(func) == "io.open":
+            return call.args[0] if call.args else None
+        return func.value  # Path(...).open(...)
     return None
 
 

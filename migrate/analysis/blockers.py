@@ -19,10 +19,11 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from migrate.analysis._repo import FileIndex, Repo, Span, self_name, unwrap_call
+from migrate.analysis._repo import FileIndex, Repo, Span, self_name, terminal_names, unwrap_call
 from migrate.analysis.values import CAPTURES
 from migrate.pyscope import Scope
 
+_CAPTURE_NAMES = terminal_names(CAPTURES)
 DECORATORS = frozenset({"torch.jit.ignore", "torch.jit.unused"})
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _ClassRef = tuple[FileIndex, ast.ClassDef]
@@ -74,7 +75,7 @@ def find_captured_classes(repo: Repo) -> dict[tuple[str, int, int], CapturedClas
     for f in repo:
         if "jit" not in f.src.text:
             continue
-        for call in f.calls():
+        for call in f.calls(_CAPTURE_NAMES):
             if f.qualname(call.func) not in CAPTURES or not call.args:
                 continue
             found = _class_of(repo, f, call.args[0], 0)

@@ -24,7 +24,15 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from migrate.analysis._repo import TORCHSCRIPT_PASSES, FileIndex, Repo, Span, self_name
+from migrate.analysis._repo import (
+    TORCHSCRIPT_MAKERS,
+    TORCHSCRIPT_PASSES,
+    FileIndex,
+    Repo,
+    Span,
+    self_name,
+    terminal_names,
+)
 from migrate.pyscope import resolve_relative
 
 CAPTURES = frozenset({"torch.jit.script", "torch.jit.trace", "torch.jit.trace_module"})
@@ -45,6 +53,7 @@ TORCHSCRIPT_ONLY = frozenset(
         "_method_names",
     }
 )
+_MAKER_NAMES = terminal_names(TORCHSCRIPT_MAKERS)
 _CHAIN = frozenset({"eval", "train", "to", "cpu", "cuda", "float", "half", "double"})
 
 
@@ -83,18 +92,28 @@ class CaptureValue:
         return [u for u in self.uses if u.torchscript_only]
 
 
-def find_captures(repo: Repo) -> tuple[list[CaptureValue], dict[str, int]]:
-    """Every capture call with its outside uses, and the trace calls per file."""
+def find_captures(repo: Repo) -> tuple[list[CaptureValue], dict[str, int], set[str]]:
+    """Every capture call with its outside uses, the trace calls per file, and the names
+    bound at module level to any TorchScript module (captures, loads, freezes...)."""
     captures: list[CaptureValue] = []
     by_qual: dict[str, CaptureValue] = {}
     by_attr: list[tuple[FileIndex, ast.ClassDef, CaptureValue]] = []
     traces: dict[str, int] = {}
+    module_names: set[str] = set()
     for f in repo:
-        if "jit" not in f.src.text:
+        if "jit" not in f.src.text and "optimize_for_mobile" not in f.src.text:
             continue
-        for call in f.calls():
+        for call in f.calls(_MAKER_NAMES):
             api = f.qualname(call.func)
+            if api not in TORCHSCRIPT_MAKERS:
+                continue
             if api not in CAPTURES:
+                holder = f.parent(call)
+                if (
+                    isinstance(holder, ast.Assign)
+                    and f.table.scope_for(call) is f.table.module_scope
+                ):
+                    module_names.update(t.id for t in holder.targets if isinstance(t, ast.Name))
                 continue
             if api in TRACES:
                 traces[f.display] = traces.get(f.display, 0) + 1
@@ -102,12 +121,14 @@ def find_captures(repo: Repo) -> tuple[list[CaptureValue], dict[str, int]]:
             captures.append(capture)
             if capture.binding == "module" and capture.qualname:
                 by_qual.setdefault(capture.qualname, capture)
+                module_names.add(capture.name or "")
     _module_uses(repo, by_qual)
     for f, cls, capture in by_attr:
         capture.uses.extend(_self_uses(f, cls, capture.name or ""))
     for capture in captures:
         capture.uses.sort(key=lambda u: (u.span.display, u.span.line, u.span.column))
-    return captures, traces
+    captures.sort(key=lambda c: c.call)
+    return captures, traces, module_names
 
 
 def _bind(
@@ -164,11 +185,10 @@ def _module_uses(repo: Repo, by_qual: dict[str, CaptureValue]) -> None:
         return
     # Qualified names that stand for each capture, grown by package re-exports.
     aliases: dict[str, CaptureValue] = dict(by_qual)
-    words = {q.rpartition(".")[2] for q in aliases}
     for _ in range(8):
         grown = False
         for f in repo:
-            if not any(w in f.src.text for w in words):
+            if not _may_refer(f, aliases):
                 continue
             scope = f.table.module_scope
             for local, imported in scope.imports.items():
@@ -176,15 +196,29 @@ def _module_uses(repo: Repo, by_qual: dict[str, CaptureValue]) -> None:
                 qual = f"{f.module}.{local}"
                 if capture is not None and qual not in aliases and f.module:
                     aliases[qual] = capture
-                    words.add(local)
                     grown = True
         if not grown:
             break
+    words = {q.rpartition(".")[2] for q in aliases}
     modules = {q.rpartition(".")[0] for q in aliases}
     for f in repo:
-        if any(w in f.src.text for w in words):
+        if _may_refer(f, aliases):
             _uses_in(f, aliases, words)
+        if "*" in f.src.text and any(m.rpartition(".")[2] in f.src.text for m in modules):
             _star_imports(f, modules, aliases)
+
+
+def _may_refer(f: FileIndex, aliases: dict[str, CaptureValue]) -> bool:
+    """Text test before any table: naming M.name takes both words (`from M import name`,
+    `M.name`, `from . import M`), except in M itself."""
+    text = f.src.text
+    for qual, capture in aliases.items():
+        module, _, name = qual.rpartition(".")
+        if name in text and (
+            module.rpartition(".")[2] in text or capture.call.display == f.display
+        ):
+            return True
+    return False
 
 
 def _uses_in(f: FileIndex, aliases: dict[str, CaptureValue], words: set[str]) -> None:
