@@ -20,7 +20,7 @@ import ast
 from dataclasses import dataclass
 
 from migrate.analysis._repo import FileIndex, Repo, Span, self_name, terminal_names, unwrap_call
-from migrate.analysis.values import CAPTURES
+from migrate.analysis.values import CAPTURES, MAKER_WORDS
 from migrate.pyscope import Scope
 
 _CAPTURE_NAMES = terminal_names(CAPTURES)
@@ -73,7 +73,7 @@ def find_captured_classes(repo: Repo) -> dict[tuple[str, int, int], CapturedClas
     out: dict[tuple[str, int, int], CapturedClass] = {}
     cache: dict[int, CapturedClass] = {}
     for f in repo:
-        if "jit" not in f.src.text:
+        if "jit" not in f.src.text or not MAKER_WORDS.search(f.src.text):
             continue
         for call in f.calls(_CAPTURE_NAMES):
             if f.qualname(call.func) not in CAPTURES or not call.args:

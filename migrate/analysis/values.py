@@ -22,6 +22,7 @@ a star import is reported as an "other" use at the import so that nobody assumes
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
 
 from migrate.analysis._repo import (
@@ -54,6 +55,8 @@ TORCHSCRIPT_ONLY = frozenset(
     }
 )
 _MAKER_NAMES = terminal_names(TORCHSCRIPT_MAKERS)
+# Any spelling of these APIs, aliases included, holds one of the words somewhere in the file.
+MAKER_WORDS = re.compile(r"\b(?:" + "|".join(sorted(_MAKER_NAMES)) + r")\b")
 _CHAIN = frozenset({"eval", "train", "to", "cpu", "cuda", "float", "half", "double"})
 
 
@@ -101,7 +104,8 @@ def find_captures(repo: Repo) -> tuple[list[CaptureValue], dict[str, int], set[s
     traces: dict[str, int] = {}
     module_names: set[str] = set()
     for f in repo:
-        if "jit" not in f.src.text and "optimize_for_mobile" not in f.src.text:
+        text = f.src.text
+        if "jit" not in text and "optimize_for_mobile" not in text or not MAKER_WORDS.search(text):
             continue
         for call in f.calls(_MAKER_NAMES):
             api = f.qualname(call.func)
