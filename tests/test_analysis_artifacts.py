@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 
 from migrate.analysis import SourceFile, build_facts
 from tests.analysis_support import Tree
@@ -244,11 +246,19 @@ def test_save_methods_only_on_torchscript_values(tmp_path):
 
                 def shadowed(loaded):
                     loaded.save("param.pt")
+
+                def left_for_review(m, x):
+                    try:
+                        out = torch.jit.trace(m, x)
+                    except RuntimeError:
+                        out = torch.jit.script(m)
+                    out.save("classifier.pt")
             """,
         },
     )
     producers = {s.key: s.api for s in tree.facts.producers}
     assert producers == {
+        "classifier.pt": "ScriptModule.save",
         "b.pt": "ScriptModule.save",
         "enc.pt": "ScriptModule.save",
         "frozen.pt": "ScriptModule.save",
@@ -379,3 +389,13 @@ def test_build_facts_takes_parsed_files():
     text = 'import torch\nm = torch.jit.load("x.pt")\n'
     facts = build_facts([SourceFile("app.py", "app", text, ast.parse(text))])
     assert [(s.span.start, s.key) for s in facts.sites] == [(("app.py", 2, 5), "x.pt")]
+
+
+def test_no_torch_import(tmp_path):
+    (tmp_path / "a.py").write_text('import torch\ntorch.jit.save(torch.jit.script(m), "a.pt")\n')
+    code = (
+        "import sys; from migrate.analysis import build_facts; "
+        f"assert len(build_facts({str(tmp_path)!r}).sites) == 1; "
+        "assert 'torch' not in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

@@ -82,6 +82,8 @@ def test_chained_capture_is_bound_and_unused_elsewhere(tmp_path):
     capture = tree.facts.capture_at(*tree.at("pkg/encoders.py", "torch.jit.script"))
     assert (capture.binding, capture.name) == ("module", "scripted")
     assert capture.uses == []
+    # The freeze call wrapping the capture finds the same record.
+    assert tree.facts.capture_at(*tree.at("pkg/encoders.py", "torch.jit.freeze")) is capture
 
 
 def test_package_re_export_and_star_import(tmp_path):

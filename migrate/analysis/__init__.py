@@ -53,6 +53,8 @@ class RepoFacts:
         captures, self._traces, torchscript_names = find_captures(repo)
         self.captures: list[CaptureValue] = captures
         self._captures_at = {c.call.start: c for c in captures}
+        for capture in captures:  # torch.jit.freeze(torch.jit.script(m)): either call
+            self._captures_at.setdefault(capture.outer.start, capture)
         self.sites: list[Site] = find_sites(repo, torchscript_names)
         self._sites_at = {s.span.start: s for s in self.sites}
         self._by_key: dict[str, list[Site]] = {}
@@ -95,7 +97,8 @@ class RepoFacts:
 
     # ---- values -------------------------------------------------------------------------
     def capture_at(self, display: str, line: int, column: int) -> CaptureValue | None:
-        """The script/trace/trace_module call starting there, with its binding and uses."""
+        """The script/trace/trace_module call starting there (or the freeze/optimize call
+        wrapping it), with its binding and uses."""
         return self._captures_at.get((display, line, column))
 
     def external_uses(self, display: str, line: int, column: int) -> list[ValueUse]:
@@ -126,9 +129,13 @@ class RepoFacts:
 
 def build_facts(files: Iterable[SourceFile] | str | os.PathLike[str]) -> RepoFacts:
     """Facts over parsed files (or over every Python file under a folder)."""
+    # Imported here: the engine may come to import this package.
+    from migrate.engine import DEEP_RECURSION, _recursion_limit
+
     if isinstance(files, (str, os.PathLike)):
         files = load_tree(files)
-    return RepoFacts(Repo.build(list(files)))
+    with _recursion_limit(DEEP_RECURSION):
+        return RepoFacts(Repo.build(list(files)))
 
 
 def load_tree(root: str | os.PathLike[str]) -> list[SourceFile]:

@@ -88,6 +88,7 @@ class CaptureValue:
     binding: str
     name: str | None
     qualname: str | None  # M.name for module bindings, M.Class.name for self attributes
+    outer: Span  # the whole bound expression: the call with its passes and `.eval()` chain
     uses: list[ValueUse] = field(default_factory=list)
 
     @property
@@ -161,7 +162,7 @@ def _bind(
             node = holder
         else:
             break
-    span = f.span(call)
+    span, outer = f.span(call), f.span(node)
     holder = f.parent(node)
     target = None
     if isinstance(holder, ast.Assign) and holder.value is node and len(holder.targets) == 1:
@@ -171,17 +172,17 @@ def _bind(
     scope = f.table.scope_for(call)
     if isinstance(target, ast.Name) and scope is f.table.module_scope:
         qual = f"{f.module}.{target.id}" if f.module else target.id
-        return CaptureValue(span, api, "module", target.id, qual)
+        return CaptureValue(span, api, "module", target.id, qual, outer)
     if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
         method = f.enclosing_function(call)
         cls = f.enclosing_class(method) if method is not None else None
         if cls is not None and self_name(method) == target.value.id:
             qual = f"{f.module}.{cls.name}.{target.attr}"
-            capture = CaptureValue(span, api, "attribute", target.attr, qual)
+            capture = CaptureValue(span, api, "attribute", target.attr, qual, outer)
             by_attr.append((f, cls, capture))
             return capture
     name = target.id if isinstance(target, ast.Name) else None
-    return CaptureValue(span, api, "local", name, None)
+    return CaptureValue(span, api, "local", name, None, outer)
 
 
 def _module_uses(repo: Repo, by_qual: dict[str, CaptureValue]) -> None:
