@@ -108,12 +108,19 @@ def test_submodule_forward_and_decorator_aliases(tmp_path):
         tmp_path,
         {
             "layers.py": LAYERS,
-            "export.py": """
-                import torch
+            "factory.py": """
                 from layers import Wrapper
 
+                def build_model():
+                    model = Wrapper()
+                    return model.eval()
+            """,
+            "export.py": """
+                import torch
+                from factory import build_model
+
                 def build():
-                    net = Wrapper()
+                    net = build_model()
                     return torch.jit.script(net)
             """,
         },
@@ -169,6 +176,17 @@ def test_nothing_to_say_outside_the_repository(tmp_path):
 
                 def g(Shadow):
                     return torch.jit.script(Shadow())
+
+                class Other(torch.nn.Module):
+                    def forward(self, x):
+                        return x
+
+                def pick(flag):
+                    if flag:
+                        return Other()
+                    return Shadow()
+
+                h = torch.jit.script(pick(True))
             """,
         },
     )
@@ -177,7 +195,8 @@ def test_nothing_to_say_outside_the_repository(tmp_path):
         assert tree.facts.class_of_capture(*where) is None
         assert tree.facts.capture_blockers(*where) == []
     assert tree.facts.class_of_capture(*tree.at("export.py", "torch.jit.trace")) is None
-    assert tree.facts.class_of_capture(*tree.at("local.py", "torch.jit.script")) is None
+    for nth in range(2):
+        assert tree.facts.class_of_capture(*tree.at("local.py", "torch.jit.script", nth)) is None
 
 
 def test_forward_itself_ignored_and_name_bound_to_instance(tmp_path):

@@ -89,7 +89,8 @@ def find_captured_classes(repo: Repo) -> dict[tuple[str, int, int], CapturedClas
 
 
 def _class_of(repo: Repo, f: FileIndex, expr: ast.expr, depth: int) -> _ClassRef | None:
-    """The in-repo class whose instance `expr` is."""
+    """The in-repo class whose instance `expr` is: `Cls(...)`, a name bound to one, or a
+    call of a repository function whose only `return` gives one (`build_model()`)."""
     if depth > 6:
         return None
     if isinstance(expr, ast.Call):
@@ -98,33 +99,57 @@ def _class_of(repo: Repo, f: FileIndex, expr: ast.expr, depth: int) -> _ClassRef
         func = expr.func
         if isinstance(func, ast.Attribute) and func.attr in ("eval", "train", "to", "cpu", "cuda"):
             return _class_of(repo, f, func.value, depth + 1)
-        return _resolve_class(repo, f, func, f.table.scope_for(expr))
+        found = _resolve_def(repo, f, func, f.table.scope_for(expr))
+        if found is None or isinstance(found[1], ast.ClassDef):
+            return found  # type: ignore[return-value]
+        owner, factory = found
+        returns = [n for n in _own_nodes(factory) if isinstance(n, ast.Return)]
+        if len(returns) == 1 and returns[0].value is not None:
+            return _class_of(repo, owner, returns[0].value, depth + 1)
+        return None
     if isinstance(expr, ast.Name):
-        found = f.value_of(expr)
-        if found is not None:
-            owner, value, _scope = found
+        found_value = f.value_of(expr)
+        if found_value is not None:
+            owner, value, _scope = found_value
             return _class_of(repo, owner, value, depth + 1)
     return None
 
 
+def _own_nodes(func: ast.AST) -> list[ast.AST]:
+    """The nodes of a function body, nested functions and classes left out."""
+    out: list[ast.AST] = []
+    stack = list(getattr(func, "body", []))
+    while stack:
+        node = stack.pop()
+        out.append(node)
+        if not isinstance(node, (*_FUNCS, ast.ClassDef, ast.Lambda)):
+            stack.extend(ast.iter_child_nodes(node))
+    return out
+
+
 def _resolve_class(repo: Repo, f: FileIndex, ref: ast.expr, scope: Scope) -> _ClassRef | None:
     """The ClassDef a class reference (`Cls`, `mod.Cls`) names."""
+    found = _resolve_def(repo, f, ref, scope)
+    if found is not None and isinstance(found[1], ast.ClassDef):
+        return found[0], found[1]
+    return None
+
+
+def _resolve_def(
+    repo: Repo, f: FileIndex, ref: ast.expr, scope: Scope
+) -> tuple[FileIndex, ast.AST] | None:
+    """The def or class statement a reference (`name`, `mod.name`) names in the repository."""
     if isinstance(ref, ast.Name):
         kind, where = f.lookup(ref.id, scope)
         if kind == "local" and isinstance(where, Scope):
             node = where.defs.get(ref.id)
-            if isinstance(node, ast.ClassDef):
-                return f, node
-            return None
+            return (f, node) if node is not None else None
         if kind != "import":
             return None
         qual: str | None = str(where)
     else:
         qual = f.qualname(ref)
-    found = repo.definition(qual) if qual else None
-    if found is not None and isinstance(found[1], ast.ClassDef):
-        return found[0], found[1]
-    return None
+    return repo.definition(qual) if qual else None
 
 
 def _mro(repo: Repo, cls: _ClassRef, seen: set[int] | None = None) -> list[_ClassRef]:

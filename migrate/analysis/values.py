@@ -145,14 +145,14 @@ def _bind(
     node: ast.expr = call
     while True:
         holder = f.parent(node)
-        outer = f.parent(holder) if holder is not None else None
+        grand = f.parent(holder) if holder is not None else None
         if (
             isinstance(holder, ast.Attribute)
             and holder.attr in _CHAIN
-            and isinstance(outer, ast.Call)
-            and outer.func is holder
+            and isinstance(grand, ast.Call)
+            and grand.func is holder
         ):
-            node = outer
+            node = grand
         elif (
             isinstance(holder, ast.Call)
             and holder.args
