@@ -303,10 +303,13 @@ def test_shadowed_constant_and_names_bound_in_scope(tmp_path):
     tree = Tree(
         tmp_path,
         {
-            "paths.py": 'MODEL = "model.pt"\n',
+            "paths.py": 'MODEL = "model.pt"\nOUT = "out.pt"\n\ndef configure(args):\n    global OUT\n    OUT = args.out\n',
             "run.py": """
                 import torch
-                from paths import MODEL
+                from paths import MODEL, OUT
+
+                def set_by_configure():
+                    return torch.jit.load(OUT)
 
                 def local_shadow():
                     MODEL = "other.pt"
@@ -331,7 +334,7 @@ def test_shadowed_constant_and_names_bound_in_scope(tmp_path):
         },
     )
     got = [s.key for s in tree.facts.consumers]
-    assert got == ["other.pt", "model.pt", "first.pt", "second.pt", None]
+    assert got == [None, "other.pt", "model.pt", "first.pt", "second.pt", None]
 
 
 def test_unresolved_folder_stays_symbolic_but_file_name_must_be_known(tmp_path):
