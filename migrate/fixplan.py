@@ -21,6 +21,17 @@ FindingKey = tuple[str, str]  # (path, RULE@line:column)
 
 # Rules whose fix makes a traced capture go away (MIG118 asks whether any stays).
 TRACE_RULES = ("MIG102", "MIG103")
+CAPTURE_RULES = ("MIG101", "MIG102", "MIG103")
+PRODUCER_RULES = ("MIG201", "MIG204")
+CONSUMER_RULES = ("MIG202", "MIG205")
+# Decorators whose removal is right only once nothing scripts their class.
+SCRIPT_ONLY_DECORATORS = ("MIG104", "MIG105", "MIG106", "MIG109")
+
+
+def needs_facts(findings: Iterable[Finding]) -> bool:
+    """Whether any fix here depends on other files (else the planner needs no facts)."""
+    cross_file = {*CAPTURE_RULES, *PRODUCER_RULES, *CONSUMER_RULES, *SCRIPT_ONLY_DECORATORS}
+    return any(f.autofix is not None and f.rule in cross_file for f in findings)
 
 
 def finding_key(f: Finding) -> FindingKey:
@@ -59,9 +70,11 @@ def written_keys(findings: Iterable[Finding], allowed: Collection[Applicability]
 
 
 def demote(f: Finding, reason: str) -> Finding:
-    """An auto finding the run will not write: assisted, with the reason in its message."""
+    """An auto finding the run will not write: assisted, its message the rule's head (what is
+    wrong) and why the rewrite is held, instead of what the rewrite would have done."""
+    head = f.message.split("; ", 1)[0]
     return dataclasses.replace(
-        f, fix=FixKind.ASSISTED, autofix=None, message=f"{f.message}; not rewritten: {reason}"
+        f, fix=FixKind.ASSISTED, autofix=None, message=f"{head}; not rewritten: {reason}"
     )
 
 
@@ -146,13 +159,6 @@ def tracer_filters_stay_while_traces_do(ctx: Context) -> dict[FindingKey, str]:
     return holds
 
 
-CAPTURE_RULES = ("MIG101", "MIG102", "MIG103")
-PRODUCER_RULES = ("MIG201", "MIG204")
-CONSUMER_RULES = ("MIG202", "MIG205")
-# Decorators whose removal is right only once nothing scripts their class.
-SCRIPT_ONLY_DECORATORS = ("MIG104", "MIG105", "MIG106", "MIG109")
-
-
 def _at(ctx: Context, rules: tuple[str, ...], display: str, line: int, column: int):
     return [
         f
@@ -177,6 +183,13 @@ def loaders_move_with_their_writers(ctx: Context) -> dict[FindingKey, str]:
     if facts is None:
         return {}
     holds: dict[FindingKey, str] = {}
+    for f in ctx.findings:
+        # A load the facts cannot place (called through an alias from another module...).
+        if f.rule in CONSUMER_RULES and f.autofix is not None:
+            if facts.site_at(f.path, f.line, f.column) is None:  # type: ignore[attr-defined]
+                holds[finding_key(f)] = (
+                    "the tool cannot follow which file this load reads, nor what writes it"
+                )
     for site in facts.sites:  # type: ignore[attr-defined]
         rules = CONSUMER_RULES if site.role == "consumer" else PRODUCER_RULES
         mine = [f for f in _at(ctx, rules, *site.span.start) if f.autofix is not None]
@@ -322,20 +335,23 @@ def script_decorators_stay_while_scripted(ctx: Context) -> dict[FindingKey, str]
     decorated = [f for f in ctx.findings if f.rule in SCRIPT_ONLY_DECORATORS and f.autofix]
     if not decorated:
         return holds
-    for capture in ctx.findings:
-        if capture.rule != "MIG101" or finding_key(capture) in ctx.written:
+    for capture in facts.captures:  # type: ignore[attr-defined]
+        if capture.api != "torch.jit.script":
             continue
-        captured = facts.class_of_capture(capture.path, capture.line, capture.column)  # type: ignore[attr-defined]
+        start = capture.call.start
+        if not _stays(ctx, _at(ctx, ("MIG101",), *start)):
+            continue
+        captured = facts.class_of_capture(*start)  # type: ignore[attr-defined]
         if captured is None:
             continue
-        spans = [m.span for m in captured.methods]
         for f in decorated:
-            if any(
-                _covers(span, f) or (span.display == f.path and f.line == span.line - 1)
-                for span in spans
+            if (
+                f.path == captured.display
+                and captured.span is not None
+                and _covers(captured.span, f)
             ):
                 holds[finding_key(f)] = (
-                    f"`{captured.class_name}` is still scripted at {capture.path}:{capture.line}"
+                    f"`{captured.class_name}` is still scripted at {_where(capture.call)}"
                 )
     return holds
 

@@ -216,9 +216,9 @@ CASES = {
         "ignore[MIG102] on the trace line does not stop the group from rewriting it",
     ),
 }
-# Cases that break today (issue 10); strict, so they turn red once the fix makes them pass.
-# All ten break with plain `apply` as the reasons say (and `--unsafe-fixes` is no option yet).
-FAILING_TODAY = set(CASES) - {"e_tracer_warning", "h_select_save"}
+# Cases that still break (issue 10); strict, so they turn red once a fix makes them pass.
+# The reasons above say how each broke before the fix planner and group fixes.
+FAILING_TODAY: set[str] = set()
 
 
 def case_params():

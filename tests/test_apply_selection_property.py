@@ -15,7 +15,6 @@ import shutil
 import tempfile
 from pathlib import Path
 
-import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
@@ -33,7 +32,6 @@ PACKAGES = {
 }
 CODES = sorted(code for code in all_rules() if code.startswith(("MIG1", "MIG2")))
 # Drawn too once `apply` has the option (issue 10 adds it); until then only the safe fixes.
-HAS_UNSAFE_FIXES = "--unsafe-fixes" in invoke(["apply", "--help"], Path.cwd()).stdout
 
 
 def package_of(file: str) -> str:
@@ -52,10 +50,6 @@ def test_the_joined_tree_is_consistent_before_apply():
         assert unmatched_consumers(build_tree(Path(tmp)), separate=package_of) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 10: a selected MIG202/MIG205 rewrites a loader whose producer is not rewritten",
-)
 @settings(
     max_examples=20,
     deadline=None,
@@ -67,7 +61,7 @@ def test_the_joined_tree_is_consistent_before_apply():
 )
 @given(
     select=st.sets(st.sampled_from(CODES), min_size=1),
-    unsafe=st.booleans() if HAS_UNSAFE_FIXES else st.just(False),
+    unsafe=st.booleans(),
 )
 def test_no_selection_leaves_a_load_without_its_producer(select, unsafe):
     with tempfile.TemporaryDirectory() as tmp:

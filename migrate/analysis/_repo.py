@@ -7,6 +7,7 @@ files that no fact ever looks into cost one text search and nothing else.
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -17,13 +18,23 @@ from migrate.pyscope import Scope, ScopeTable
 
 @dataclass(frozen=True)
 class SourceFile:
-    """One parsed Python file. `module` is its dotted name ("pkg.models" for a package
-    __init__); `display` is the path every position refers to."""
+    """One Python file. `module` is its dotted name ("pkg.models" for a package __init__);
+    `display` is the path every position refers to. `parsed` may be left out: the tree is
+    then parsed on first use (most files of a repository are only text-searched)."""
 
     display: str
     module: str
     text: str
-    tree: ast.Module
+    parsed: ast.Module | None = None
+
+    @functools.cached_property
+    def tree(self) -> ast.Module:
+        if self.parsed is not None:
+            return self.parsed
+        try:
+            return ast.parse(self.text)
+        except (SyntaxError, ValueError):  # the scan reports it; here it just has no facts
+            return ast.Module(body=[], type_ignores=[])
 
 
 @dataclass(frozen=True, order=True)
@@ -83,7 +94,6 @@ class FileIndex:
         self.src = src
         self.display = src.display
         self.module = src.module
-        self.tree = src.tree
         self.is_package = src.display.replace("\\", "/").endswith("__init__.py")
         self._table: ScopeTable | None = None
         self._ctx: PythonContext | None = None
@@ -97,6 +107,10 @@ class FileIndex:
         self._lines: LineIndex | None = None
 
     # ---- lazy structures ----------------------------------------------------------------
+    @property
+    def tree(self) -> ast.Module:
+        return self.src.tree
+
     @property
     def table(self) -> ScopeTable:
         if self._table is None:

@@ -66,6 +66,7 @@ class CapturedClass:
     forward: Span | None
     methods: tuple[Method, ...] = ()
     blockers: tuple[Blocker, ...] = ()
+    span: Span | None = None  # the whole class statement, decorators of its methods included
 
 
 def find_captured_classes(repo: Repo) -> dict[tuple[str, int, int], CapturedClass]:
@@ -201,7 +202,7 @@ def _analyse(repo: Repo, cls: _ClassRef) -> CapturedClass:
     mro = _mro(repo, cls)
     forward = _method(mro, "forward")
     if forward is None:
-        return CapturedClass(f.display, node.name, None)
+        return CapturedClass(f.display, node.name, None, span=f.span(node))
     methods: list[Method] = []
     blockers: list[Blocker] = []
     seen: set[int] = set()
@@ -261,6 +262,7 @@ def _analyse(repo: Repo, cls: _ClassRef) -> CapturedClass:
         forward[1][0].span(forward[2]),
         tuple(methods),
         tuple(blockers),
+        span=f.span(node),
     )
 
 
