@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from migrate.checks._edits import parenthesize_if_needed, remove_decorator, replace
+from migrate.checks._edits import remove_decorator, replace_with_arg
 from migrate.checks._export_rewrite import capture_fix, result_uses
 from migrate.checks._flow import parent
 from migrate.checks.base import PythonCheck, PythonContext, Reference
@@ -62,7 +62,7 @@ class JitScriptToExport(PythonCheck):
                 call,
                 f"`torch.jit.script` on a {kind}: export traces plain Python, use it directly",
                 symbol=ref.qualname,
-                edits=[replace(ctx, call, parenthesize_if_needed(ctx, arg, ctx.source(arg)))],
+                edits=[replace_with_arg(ctx, call, arg)],
                 target=kind,
             )
             return

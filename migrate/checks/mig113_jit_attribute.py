@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from migrate.checks._edits import call_arg, parenthesize_if_needed, replace
+from migrate.checks._edits import call_arg, replace_with_arg
 from migrate.checks.base import PythonCheck, PythonContext, Reference
 from migrate.findings import FixKind
 
@@ -26,5 +26,5 @@ class JitAttribute(PythonCheck):
             ref.call,
             "`torch.jit.Attribute(v, T)` only typed ScriptModule attributes; keep just the value",
             symbol=ref.qualname,
-            edits=[replace(ctx, ref.call, parenthesize_if_needed(ctx, value, ctx.source(value)))],
+            edits=[replace_with_arg(ctx, ref.call, value)],
         )
