@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from migrate.checks._flow import parent
+from migrate.checks._flow import block_of, parent
 from migrate.checks.base import Edit, PythonContext
 
 
@@ -22,6 +22,17 @@ def delete_lines(ctx: PythonContext, node: ast.AST) -> Edit:
     """Delete the whole lines a decorator or statement occupies."""
     start, end = ctx.line_span(node)
     return Edit(start, end, "")
+
+
+def drop_statement(ctx: PythonContext, stmt: ast.stmt) -> Edit:
+    """Delete a statement; the only statement of its block becomes `pass` (an empty block
+    does not parse), and so does one sharing its line with others."""
+    block = block_of(ctx, stmt)
+    start, end = ctx.line_span(stmt)
+    alone = ctx.text[start:end].strip().split("#")[0].strip() == ctx.source(stmt).strip()
+    if block is not None and len(block[1]) > 1 and alone:
+        return Edit(start, end, "")
+    return Edit(*ctx.span(stmt), "pass")
 
 
 def remove_decorator(ctx: PythonContext, decorator: ast.expr) -> Edit:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from migrate.checks._edits import remove_decorator, replace_with_arg
+from migrate.checks._edits import drop_statement, remove_decorator, replace_with_arg
 from migrate.checks._export_rewrite import capture_fix, result_uses
 from migrate.checks._flow import parent
 from migrate.checks.base import PythonCheck, PythonContext, Reference
@@ -54,6 +54,22 @@ class JitScriptToExport(PythonCheck):
                     "export needs an nn.Module; wrap it in one and export that",
                     symbol=ref.qualname,
                     fix=FixKind.ASSISTED,
+                    target=kind,
+                )
+                return
+            holder = parent(ctx, call)
+            if (
+                isinstance(holder, ast.Assign)
+                and isinstance(arg, ast.Name)
+                and [ctx.source(t) for t in holder.targets] == [arg.id]
+            ):
+                ctx.report(
+                    self.rule,
+                    call,
+                    f"`{arg.id} = torch.jit.script({arg.id})` on a {kind}: export traces plain "
+                    "Python, remove the statement",
+                    symbol=ref.qualname,
+                    edits=[drop_statement(ctx, holder)],
                     target=kind,
                 )
                 return
