@@ -250,7 +250,7 @@ class DataDependentBranch(PythonCheck):
 
     # ---- the repository pass ------------------------------------------------------------
     # Model files rarely say `jit`: the prefilter skips them, so remember their class names.
-    remember = r"(?m)^[ \t]*class[ \t]+(\w+)"
+    remember = r"(?m:^[ \t]*class[ \t]+(\w+))"
 
     def rerun(
         self,

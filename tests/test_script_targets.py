@@ -1,0 +1,71 @@
+"""MIG101 across files: a scripted name imported from a module of the repository."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+OPS = """\
+import torch
+
+
+def rgb_to_hls(img):
+    return img.flip(0)
+
+
+class Blur(torch.nn.Module):
+    def forward(self, x):
+        return x * 0.5
+"""
+
+# A module the prefilter parses (it says `jit`) and one it skips both define functions.
+PARSED_OPS = OPS + "\n\ndef uses_jit():\n    return torch.jit.is_scripting()\n"
+
+TEST = """\
+import torch
+
+from ops import rgb_to_hls
+from parsed_ops import rgb_to_hls as rgb_to_hls_parsed
+from unknown_pkg import thing
+
+
+def test_ops():
+    img = torch.rand(3, 4, 4)
+    op_jit = torch.jit.script(rgb_to_hls)
+    parsed_jit = torch.jit.script(rgb_to_hls_parsed)
+    other = torch.jit.script(thing)
+    return op_jit(img), parsed_jit(img), other
+"""
+
+
+def _migrate(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "NO_COLOR": "1"}
+    return subprocess.run(
+        [sys.executable, "-m", "migrate", *args, "--no-cache"],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+
+
+def test_function_imported_from_the_repository_is_used_directly(tmp_path):
+    (tmp_path / "ops.py").write_text(OPS)
+    (tmp_path / "parsed_ops.py").write_text(PARSED_OPS)
+    (tmp_path / "test_ops.py").write_text(TEST)
+    proc = _migrate("scan", "-f", "json", "--select", "MIG101", ".", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    found = [(f["line"], f["fix"]) for f in json.loads(proc.stdout)["findings"]]
+    assert found == [(10, "auto"), (11, "auto"), (12, "assisted")]
+
+    proc = _migrate("apply", "--select", "MIG101", "--allow-dirty", ".", cwd=tmp_path)
+    assert proc.returncode in (0, 1), proc.stderr
+    fixed = (tmp_path / "test_ops.py").read_text()
+    assert "    op_jit = rgb_to_hls\n" in fixed
+    assert "    parsed_jit = rgb_to_hls_parsed\n" in fixed
+    assert "    other = torch.jit.script(thing)\n" in fixed  # cannot be told: left to a person
+    assert "torch.export" not in fixed
