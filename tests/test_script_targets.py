@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
+from tests.scan_support import run_cli
 
 OPS = """\
 import torch
@@ -41,29 +37,17 @@ def test_ops():
 """
 
 
-def _migrate(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "NO_COLOR": "1"}
-    return subprocess.run(
-        [sys.executable, "-m", "migrate", *args, "--no-cache"],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
-
-
 def test_function_imported_from_the_repository_is_used_directly(tmp_path):
     (tmp_path / "ops.py").write_text(OPS)
     (tmp_path / "parsed_ops.py").write_text(PARSED_OPS)
     (tmp_path / "test_ops.py").write_text(TEST)
-    proc = _migrate("scan", "-f", "json", "--select", "MIG101", ".", cwd=tmp_path)
-    assert proc.returncode == 1, proc.stderr
-    found = [(f["line"], f["fix"]) for f in json.loads(proc.stdout)["findings"]]
+    run = run_cli(["scan", "-f", "json", "--select", "MIG101", "."], cwd=tmp_path)
+    assert run.code == 1, run.stderr
+    found = [(f["line"], f["fix"]) for f in run.json()["findings"]]
     assert found == [(10, "auto"), (11, "auto"), (12, "assisted")]
 
-    proc = _migrate("apply", "--select", "MIG101", "--allow-dirty", ".", cwd=tmp_path)
-    assert proc.returncode in (0, 1), proc.stderr
+    run = run_cli(["apply", "--select", "MIG101", "--allow-dirty", "."], cwd=tmp_path)
+    assert run.code in (0, 1), run.stderr
     fixed = (tmp_path / "test_ops.py").read_text()
     assert "    op_jit = rgb_to_hls\n" in fixed
     assert "    parsed_jit = rgb_to_hls_parsed\n" in fixed
