@@ -29,10 +29,16 @@ def drop_statement(ctx: PythonContext, stmt: ast.stmt) -> Edit:
     does not parse), and so does one sharing its line with others."""
     block = block_of(ctx, stmt)
     start, end = ctx.line_span(stmt)
-    alone = ctx.text[start:end].strip().split("#")[0].strip() == ctx.source(stmt).strip()
-    if block is not None and len(block[1]) > 1 and alone:
+    if block is None or len(block[1]) == 1:
+        return Edit(*ctx.span(stmt), "pass")
+    shared = [s for s in block[1] if s is not stmt and _shares_line(s, stmt)]
+    if not shared and ctx.index.line_text(stmt.lineno)[: stmt.col_offset].strip() == "":
         return Edit(start, end, "")
     return Edit(*ctx.span(stmt), "pass")
+
+
+def _shares_line(a: ast.stmt, b: ast.stmt) -> bool:
+    return a.lineno <= b.end_lineno and b.lineno <= a.end_lineno  # type: ignore[operator]
 
 
 def remove_decorator(ctx: PythonContext, decorator: ast.expr) -> Edit:
