@@ -9,7 +9,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from migrate.checks._taint import TENSOR, VALUE, Analysis, Func, all_args, is_self_attr
+from migrate.checks._taint import MAYBE, TENSOR, VALUE, Analysis, Func, all_args, is_self_attr
 from migrate.checks.base import Edit, PythonContext
 
 # Results that never alias an input (torch.cond branches must not return inputs or views).
@@ -208,6 +208,10 @@ class CondRewriter:
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
             return f"{self.torch('logical_not')}({self.predicate(test.operand)})"
         kind = self.analysis.kind(test, self.fn)
+        if kind == MAYBE:
+            raise Refused(
+                f"cannot tell whether `{short(self.ctx.source(test), 40)}` is a tensor or a Python value"
+            )
         if kind is None:
             raise Refused(
                 f"condition mixes Python values (`{short(self.ctx.source(test), 40)}`) with tensor values; split the `if`"

@@ -115,9 +115,14 @@ TENSOR = "tensor"
 
 
 VALUE = "value"  # a Python number taken out of a tensor (`.item()`, `bool()`)
+# The result of a call the analysis cannot see into (a helper from another module, a helper
+# returning a Python value computed from tensors): conditions on it are never rewritten.
+MAYBE = "maybe"
 
 
-_RANK = {None: 0, VALUE: 1, TENSOR: 2}
+_RANK = {None: 0, MAYBE: 1, VALUE: 2, TENSOR: 3}
+# Return annotations that say "a Python value, not a tensor".
+_SCALAR_ANNOTATIONS = frozenset({"bool", "int", "float", "str", "None", "complex"})
 
 
 def join_kinds(*kinds: str | None) -> str | None:
@@ -142,6 +147,7 @@ class Analysis:
         self.ctx = ctx
         self.classes = classes
         self.tensor_attrs: dict[int, set[str]] = {}
+        self.returns: dict[tuple, str | None] = {}  # (def, argument kinds) -> result kind
 
     # ---- classes ----------------------------------------------------------------------
     def lineage(self, cls: ast.ClassDef) -> list[ast.ClassDef]:
@@ -220,10 +226,14 @@ class Analysis:
                 self.kind(expr.left, fn), *(self.kind(c, fn) for c in expr.comparators)
             )
         if isinstance(expr, ast.BoolOp):
-            k = join_kinds(*(self.kind(v, fn) for v in expr.values))
-            return VALUE if k else None
+            kinds = [self.kind(v, fn) for v in expr.values]
+            if MAYBE in kinds:
+                return MAYBE
+            return VALUE if join_kinds(*kinds) else None
         if isinstance(expr, ast.UnaryOp):
             k = self.kind(expr.operand, fn)
+            if k == MAYBE:
+                return MAYBE
             return VALUE if k and isinstance(expr.op, ast.Not) else k
         if isinstance(expr, ast.BinOp):
             return join_kinds(self.kind(expr.left, fn), self.kind(expr.right, fn))
@@ -242,12 +252,14 @@ class Analysis:
         func = call.func
         if isinstance(func, ast.Attribute) and not is_self_attr(func):
             base = self.kind(func.value, fn)
-            if base == TENSOR:
-                if func.attr in _META_METHODS:
+            if base in (TENSOR, MAYBE):
+                if func.attr in _DATA_PREDICATES or func.attr in VALUE_METHODS:
+                    return VALUE
+                if func.attr in _META_METHODS or _predicate_name(func.attr):
                     return None
-                return VALUE if func.attr in VALUE_METHODS else TENSOR
+                return base
             qual = self.ctx.qualname(func) or ""
-            if qual.startswith("torch"):
+            if qual.startswith("torch."):
                 if qual.startswith(_TORCH_META_PREFIXES):
                     return None
                 return TENSOR if join_kinds(*(self.kind(a, fn) for a in args)) else None
@@ -266,7 +278,70 @@ class Analysis:
         qual = self.ctx.qualname(func) or ""
         if qual.startswith(_TORCH_META_PREFIXES):
             return None
-        return TENSOR if join_kinds(*(self.kind(a, fn) for a in args)) else None
+        arg_kind = join_kinds(*(self.kind(a, fn) for a in args))
+        if qual.startswith("torch."):
+            return TENSOR if arg_kind else None
+        if is_self_attr(func) and fn.owner is not None:
+            found = self.method(fn.owner, func.attr)  # type: ignore[attr-defined]
+            if found is not None:  # a method of the module: what its returns compute
+                owner, target = found
+                callee = Func(target, fn.owner, f"{owner.name}.{target.name}")
+                return self.returns_kind(call, callee, fn)
+            return TENSOR if arg_kind else None  # `self.submodule(x)`: a module call
+        if isinstance(func, ast.Name):
+            target = self.ctx.table.definition(func.id, fn_scope(self, fn))
+            if isinstance(target, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                return self.returns_kind(call, Func(target, None, target.name), fn)
+            if isinstance(target, ast.ClassDef):
+                return None  # an instance of a class of this file
+            if _predicate_name(func.id):
+                return None  # `is_sparse(x)`, `has_edges(g)`: Python booleans
+        # A callable the analysis cannot see into (another module's helper, a local value).
+        return MAYBE if arg_kind else None
+
+    def call_params(self, call: ast.Call, callee: Func, fn: Func) -> dict[str, str | None]:
+        """Kinds of the callee's parameters at this call."""
+        pairs = parameters(callee.node, callee.owner is not None)
+        kinds: dict[str, str | None] = {}
+        for (arg, _default), value in zip(pairs, call.args, strict=False):
+            if isinstance(value, ast.Starred):
+                break
+            kinds[arg.arg] = self.kind(value, fn)
+        by_name = {arg.arg: default for arg, default in pairs}
+        for kw in call.keywords:
+            if kw.arg in by_name:
+                kinds[kw.arg] = self.kind(kw.value, fn)
+        for arg, default in pairs:
+            if arg.arg not in kinds:
+                kinds[arg.arg] = param_kind(arg, default)
+        return kinds
+
+    def returns_kind(self, call: ast.Call, callee: Func, fn: Func) -> str | None:
+        """What a call of a function of this file gives: its return annotation, else what
+        its return statements compute with the call's arguments."""
+        annotation = callee.node.returns
+        text = ast.unparse(annotation) if annotation is not None else ""
+        if "Tensor" in text:
+            return TENSOR
+        callee.params = self.call_params(call, callee, fn)
+        key = (id(callee.node), tuple(sorted(callee.params.items(), key=str)))
+        if key in self.returns:
+            return self.returns[key]
+        self.returns[key] = MAYBE  # a recursive call while this one is being worked out
+        self.run(callee)
+        kinds = [
+            self.kind(node.value, callee)
+            for node in body_nodes(callee.node)
+            if isinstance(node, ast.Return) and node.value is not None
+        ]
+        if not any(kinds):
+            result = None  # Python values only (`"mps" in str(x.device)`, `x.dim() > 2`)
+        elif text not in _SCALAR_ANNOTATIONS and all(k == TENSOR for k in kinds):
+            result = TENSOR
+        else:
+            result = MAYBE  # a Python value computed from tensors, or a mix
+        self.returns[key] = result
+        return result
 
     # ---- functions --------------------------------------------------------------------
     def run(self, fn: Func) -> None:
@@ -334,6 +409,15 @@ class Analysis:
                     self.ctx.table.scope_for(target) is self.ctx.table.module_scope
                 ):
                     yield node, Func(target, None, target.name)
+
+
+def _predicate_name(name: str) -> bool:
+    """`is_cuda()`, `has_value()`, `is_sparse(x)`: names that answer yes or no."""
+    return name.startswith(("is_", "has_"))
+
+
+# Tensor methods that answer yes or no from the data: a Python bool taken out of a tensor.
+_DATA_PREDICATES = frozenset({"is_nonzero", "equal", "allclose"})
 
 
 def fn_scope(analysis: Analysis, fn: Func):

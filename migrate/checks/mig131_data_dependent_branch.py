@@ -26,8 +26,6 @@ from migrate.checks._taint import (
     initial_params,
     is_self_attr,
     join_kinds,
-    param_kind,
-    parameters,
 )
 from migrate.checks.base import Edit, PythonCheck, PythonContext
 from migrate.findings import FixKind
@@ -205,20 +203,7 @@ def analyze_classes(
         fn = todo.pop(0)
         analysis.run(fn)
         for call, callee in analysis.helper_calls(fn):
-            method = callee.owner is not None
-            pairs = parameters(callee.node, method)
-            kinds: dict[str, str | None] = {}
-            for (arg, _default), value in zip(pairs, call.args, strict=False):
-                if isinstance(value, ast.Starred):
-                    break
-                kinds[arg.arg] = analysis.kind(value, fn)
-            by_name = {arg.arg: default for arg, default in pairs}
-            for kw in call.keywords:
-                if kw.arg in by_name:
-                    kinds[kw.arg] = analysis.kind(kw.value, fn)
-            for arg, default in pairs:
-                if arg.arg not in kinds:
-                    kinds[arg.arg] = param_kind(arg, default)
+            kinds = analysis.call_params(call, callee, fn)
             known = funcs.get(id(callee.node))
             if known is None:
                 callee.params = kinds
