@@ -177,6 +177,17 @@ class JitScriptToExport(PythonCheck):
                 target="module",
             )
             return
+        if fix.eager:
+            ctx.report(
+                self.rule,
+                call,
+                "`torch.jit.script` on a module instance whose result is only called: it becomes "
+                f"the eager module: {fix.notes[0]}",
+                symbol=ref.qualname,
+                edits=fix.edits,
+                target="module",
+            )
+            return
         ctx.report(
             self.rule,
             call,
