@@ -139,6 +139,8 @@ def _else_line(ctx: PythonContext, node: ast.If) -> int:
 def _drop_branch(ctx: PythonContext, node: ast.If, value: bool) -> Edit | None:
     """`if <constant>:` without its dead branch; None when the layout does not allow it
     (bodies on the header line), and the condition is replaced by the constant instead."""
+    if not value and not node.orelse and not _is_elif(ctx, node):
+        return drop_statement(ctx, node)  # any layout, `if False: x = 1` included
     header_end = node.test.end_lineno
     chained = _is_elif_chain(ctx, node)
     else_inline = (
