@@ -5,7 +5,6 @@ from __future__ import annotations
 import ast
 from collections.abc import Mapping
 
-from migrate.checks._flow import parent
 from migrate.checks._fold import fold
 from migrate.checks.base import PythonCheck, PythonContext, Reference
 from migrate.findings import FixKind
@@ -31,8 +30,14 @@ class IsScriptingToFalse(PythonCheck):
         facts: Mapping[str, set[str]] | None,
         remembered: set[str],
     ) -> bool:
-        asks = facts.get(ASKS, set()) if facts else set()
-        return any(repo.get(key) for name in asks for key in BLOCKERS.get(name, ()))
+        if not facts:
+            return False
+        # Phase 1 already judged with the file's own blockers; only others' can change it.
+        for name in facts.get(ASKS, set()):
+            keys = BLOCKERS.get(name, ())
+            if not any(facts.get(k) for k in keys) and any(repo.get(k) for k in keys):
+                return True
+        return False
 
     def on_reference(self, ref: Reference, ctx: PythonContext) -> None:
         name = ref.qualname.rsplit(".", 1)[-1]
@@ -99,8 +104,6 @@ class IsScriptingToFalse(PythonCheck):
             ctx.facts.setdefault(key, set()).update(places)
 
 
-# `@torch.jit.script` and `@torch.jit.script_if_tracing` decorators are not listed: MIG101
-# and MIG107 always remove them in the same apply.
 _SCRIPTING = frozenset(
     {
         "torch.jit.script",
@@ -118,22 +121,31 @@ def _file_facts(ctx: PythonContext) -> dict[str, set[str]]:
     text = ctx.text
     if "script" not in text and "trace" not in text and "onnx" not in text:
         return facts
+    decorators: set[int] = set()  # ast.walk reaches a def before its decorators
     for node in ast.walk(ctx.tree):
-        targets: list[ast.expr] = []
-        if isinstance(node, ast.Call) and not _is_decorator(ctx, node):
-            targets.append(node.func)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            targets.extend(d for d in node.decorator_list if _qual(ctx, d) in _KEPT_DECORATORS)
-            targets.extend(getattr(node, "bases", ()))
-        for target in targets:
+        targets: list[tuple[ast.expr, ast.AST]] = []
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            decorators.update(id(d) for d in node.decorator_list)
+            targets.extend((d, d) for d in node.decorator_list if not isinstance(d, ast.Call))
+            targets.extend((b, b) for b in getattr(node, "bases", ()))
+        elif isinstance(node, ast.Call) and id(node) not in decorators:
+            targets.append((node.func, node))
+        for target, owner in targets:
+            last = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+            if last not in _LAST_NAMES:
+                continue
             qual = ctx.qualname(target)
-            if qual in _SCRIPTING:
+            if owner is target:  # a decorator or a base class
+                key = SCRIPTS if qual in _KEPT_DECORATORS else None
+            elif qual in _SCRIPTING:
                 key = SCRIPTS
             elif qual in _TRACING:
                 key = TRACES
-            elif qual == "torch.onnx.export" and not _dynamo(node):
+            elif qual == "torch.onnx.export" and not _dynamo(owner):
                 key = ONNX
             else:
+                key = None
+            if key is None:
                 continue
             facts.setdefault(key, set()).add(f"{ctx.path}:{target.lineno}")
     return facts
@@ -146,16 +158,8 @@ def _dynamo(node: ast.AST) -> bool:
     )
 
 
-_KEPT_DECORATORS = frozenset({"torch.jit.script_method"})
-
-
-def _qual(ctx: PythonContext, decorator: ast.expr) -> str | None:
-    return ctx.qualname(decorator.func if isinstance(decorator, ast.Call) else decorator)
-
-
-def _is_decorator(ctx: PythonContext, call: ast.Call) -> bool:
-    """`@torch.jit.script(...)` with arguments: removed like the bare decorator."""
-    holder = parent(ctx, call)
-    return isinstance(holder, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and any(
-        d is call for d in holder.decorator_list
-    )
+# Decorators and bases that keep scripting. `@torch.jit.script` and
+# `@torch.jit.script_if_tracing` are not among them: MIG101 and MIG107 always remove them in
+# the same apply.
+_KEPT_DECORATORS = frozenset({"torch.jit.script_method", "torch.jit.ScriptModule"})
+_LAST_NAMES = frozenset(q.rsplit(".", 1)[1] for q in (*_SCRIPTING, *_TRACING, "torch.onnx.export"))
