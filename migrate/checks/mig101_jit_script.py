@@ -214,6 +214,8 @@ class _Targets:
         if isinstance(expr, ast.Lambda):
             return "function"
         if isinstance(expr, ast.Call):
+            if ctx.qualname(expr.func) == "functools.partial":
+                return "function"
             return "module"  # an instance built in place: `Net()`, `build().eval()`
         scope = ctx.table.scope_for(expr)
         if isinstance(expr, ast.Name):
