@@ -8,10 +8,11 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
-from migrate.checks._edits import drop_statement, parenthesize_if_needed, replace
+from migrate.checks._edits import drop_statement, parenthesize_if_needed, precedence, replace
 from migrate.checks._flow import parent
 from migrate.checks.base import Edit, PythonContext
 
+_AND_LEVEL = precedence(ast.BoolOp(op=ast.And(), values=[]), "")  # operands bind tighter
 # Is this node one of the calls being replaced? Then by which constant.
 Known = Callable[[ast.AST], bool | None]
 
@@ -88,7 +89,7 @@ def _operand_text(ctx: PythonContext, node: ast.expr, known: Known) -> str:
     if value is not None:
         return str(value)
     text = ctx.source(node)
-    return f"({text})" if isinstance(node, (ast.BoolOp, ast.IfExp, ast.Lambda)) else text
+    return f"({text})" if precedence(node, text) <= _AND_LEVEL else text
 
 
 def _lines(ctx: PythonContext, first: int, last: int) -> tuple[int, int]:
