@@ -732,6 +732,10 @@ class Scanner:
                 merged.setdefault(key, set()).update(values)
         if not merged:
             return {}
+        for job in jobs:  # files the prefilter skipped: their `remember` words, by module
+            r = results.get(job.display)
+            if job.python and r is not None and r.remembered and not r.parsed:
+                merged.setdefault(f"remembered:{job.module}", set()).update(r.remembered)
         facts = {k: frozenset(v) for k, v in merged.items()}
         todo = []
         for job in jobs:
