@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import sys
 import tempfile
 import warnings
@@ -15,6 +16,7 @@ STAGES = (
     "usage",
     "config",
     "load",
+    "audit",
     "inputs",
     "branches",
     "convert",
@@ -49,7 +51,21 @@ def one_line(text: object, limit: int = 300) -> str:
     return first
 
 
+_TS_PREAMBLE = "The following operation failed in the TorchScript interpreter"
+
+
 def describe(exc: BaseException) -> str:
+    text = str(exc)
+    if text.lstrip().startswith(_TS_PREAMBLE):
+        # The TorchScript interpreter puts a traceback of the archive's code first; the
+        # cause is its last "SomeError: ..." line.
+        causes = [
+            ln.strip()
+            for ln in text.splitlines()
+            if re.match(r"\s*[A-Za-z_.]*(Error|Exception): ", ln)
+        ]
+        if causes:
+            return one_line(causes[-1])
     msg = one_line(exc)
     return f"{type(exc).__name__}: {msg}" if msg else type(exc).__name__
 
