@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import io
 import logging
 import os
 import re
@@ -96,6 +97,18 @@ def quiet(debug: bool = False) -> Iterator[NativeLog]:
     if debug:
         yield log
         return
+    # Python-level writes too (torch prints failing graphs to sys.stderr, which is not fd 2
+    # when the caller replaced it).
+    py_err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(py_err), _quiet_fd(log):
+            yield log
+    finally:
+        log.text = py_err.getvalue() + log.text
+
+
+@contextlib.contextmanager
+def _quiet_fd(log: NativeLog) -> Iterator[None]:
     loggers = [logging.getLogger(n) for n in ("torch", "executorch", "torchao", "root")]
     levels = [lg.level for lg in loggers]
     for lg in loggers:

@@ -555,7 +555,9 @@ def ladder(
     hint: str = "",
 ) -> dict[str, recover.Recovery]:
     """:func:`recover.run_ladder` for each method, checked on ``samples``."""
-    lower_once = recover.lower_once_for(backend) if len(methods) == 1 else recover.edge_once
+    lower_once = (
+        recover.lower_once_for(backend, methods[0]) if len(methods) == 1 else recover.edge_once
+    )
     recs = {}
     base = list(samples)
     for m in methods:

@@ -101,9 +101,9 @@ def _target(node: Any) -> str:
     return str(node.target) if node.op == "call_function" else ""
 
 
-def _shape_origin(node: Any) -> str:
+def _shape_origin(node: Any, name: str | None) -> str:
     src = node.args[0]
-    name = str(getattr(src, "target", "?"))
+    name = name or str(getattr(src, "target", "?"))
     if _target(node).startswith(("aten.sym_size", "aten.size")) and len(node.args) > 1:
         return f"{name}.size({node.args[1]})"
     return f"{_target(node).split('.')[1]}({name})"
@@ -168,7 +168,10 @@ def _record(gm: Any, example: tuple[Any, ...], wanted: set[Any]) -> dict[Any, An
 
 
 def specialise_scalars(
-    ep: Any, example: tuple[Any, ...], dynamic_shapes: Any = None
+    ep: Any,
+    example: tuple[Any, ...],
+    dynamic_shapes: Any = None,
+    input_names: list[str] | None = None,
 ) -> tuple[Any, Specialisation] | None:
     """The program with its shape-derived scalars fixed at the example, re-exported.
 
@@ -204,7 +207,8 @@ def specialise_scalars(
         i = placeholders.index(src) if src in placeholders else -1
         leaf = leaves[i] if 0 <= i < len(leaves) else None
         size = leaf.shape[dim] if dim is not None and isinstance(leaf, torch.Tensor) else "?"
-        text = f"{_shape_origin(node)} == {size}"
+        names = input_names if input_names and len(input_names) == len(leaves) else []
+        text = f"{_shape_origin(node, names[i] if 0 <= i < len(names) else None)} == {size}"
         if text not in seen:
             seen.add(text)
             spec.shapes.append(text)
@@ -355,12 +359,18 @@ def run_ladder(
         return rec
 
     def specialised_step(ep: Any, path: str, notes: list[str]) -> Recovery | None:
-        result = _try(path, lambda: specialise_scalars(ep, example, dynamic_shapes), attempts)
+        result = _try(
+            path, lambda: specialise_scalars(ep, example, dynamic_shapes, names), attempts
+        )
         if result is None:
             return None
         new, spec = result
         return Recovery(method, new, path, specialised=[*notes, spec.describe()], vary_scalars=True)
 
+    try:
+        names = [a.name for a in getattr(ts, method).schema.arguments[1:]]
+    except Exception:  # pragma: no cover - exotic archives
+        names = []
     with quiet(debug):
         # 1-2: the converter (forward only).
         ep1 = None
@@ -438,8 +448,11 @@ def run_ladder(
     return finish(best)
 
 
-def lower_once_for(backend: str) -> LowerOnce:
-    return lambda program: conv._lower_once(program, backend)
+def lower_once_for(backend: str, method: str = "forward") -> LowerOnce:
+    """Lower one program; a method other than forward keeps its name in the ``.pte``."""
+    if method == "forward":
+        return lambda program: conv._lower_once(program, backend)
+    return lambda program: conv._lower_once({method: program}, backend)
 
 
 def edge_once(program: Any) -> bytes:
@@ -457,7 +470,7 @@ def entry_methods(ts: Any) -> list[str]:
     reached through their callers and are not methods of their own.
     """
     try:
-        names = list(ts._c._method_names())
+        names = [n for n in ts._c._method_names() if not n.startswith("__")]
     except Exception:
         return ["forward"]
     called: set[str] = set()
@@ -468,5 +481,5 @@ def entry_methods(ts: Any) -> list[str]:
             inputs = list(node.inputs())
             if inputs and inputs[0] is me:
                 called.add(node.s("name"))
-    extra = [n for n in names if n != "forward" and n not in called and not n.startswith("__")]
+    extra = [n for n in names if n != "forward" and n not in called]
     return ["forward", *extra] if "forward" in names else extra

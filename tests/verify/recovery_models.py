@@ -1,3 +1,4 @@
+# ruff: noqa: UP006, UP035, UP045  (TorchScript reads typing annotations as written)
 """Hand-written modules with the patterns of the archives in issue 13 (no transformers).
 
 Each factory returns ``(archive module, example inputs)``: the TorchScript module
@@ -88,16 +89,6 @@ class ListInput(nn.Module):
         return self.fc(torch.stack(xs).sum(0))
 
 
-class Encoder(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        layer = nn.TransformerEncoderLayer(16, 2, dim_feedforward=32, batch_first=True)
-        self.enc = nn.TransformerEncoder(layer, 1, enable_nested_tensor=False)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.enc(x)
-
-
 class TwoMethods(nn.Module):
     def __init__(self) -> None:
         super().__init__()
@@ -113,6 +104,50 @@ class TwoMethods(nn.Module):
     @torch.jit.export
     def encode(self, x: torch.Tensor) -> torch.Tensor:
         return self._act(self.fc(x)) * 2.0
+
+
+class ValueLoop(nn.Module):
+    """A loop count read from tensor values: nothing may specialise it."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for _ in range(int(x.abs().sum()) % 3 + 1):
+            x = x * 0.5
+        return x
+
+
+class Hostile(nn.Module):
+    """Writes into ``path`` through a file-backed storage when forward runs."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__()
+        self.path = path
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        v = torch.from_file(self.path, True, 4, dtype=torch.uint8)
+        v.fill_(65)
+        return x + v[0].float() * 0.0
+
+
+class HostileOnLoad(nn.Module):
+    """Writes into ``path`` from ``__setstate__``, i.e. inside ``torch.jit.load``."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__()
+        self.path = path
+        self.mark = torch.zeros(4, dtype=torch.uint8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + 1.0
+
+    @torch.jit.export
+    def __getstate__(self) -> Tuple[str, torch.Tensor, bool]:
+        return (self.path, self.mark, self.training)
+
+    @torch.jit.export
+    def __setstate__(self, state: Tuple[str, torch.Tensor, bool]) -> None:
+        self.path = state[0]
+        self.training = state[2]
+        self.mark = torch.from_file(self.path, True, 4, dtype=torch.uint8).fill_(66)
 
 
 def _script(module: nn.Module) -> torch.jit.ScriptModule:
@@ -141,9 +176,8 @@ def list_input():
     return _script(ListInput()), ([torch.randn(2, 4), torch.randn(2, 4)],)
 
 
-def encoder():
-    torch.manual_seed(5)
-    return _script(Encoder()), (torch.randn(1, 3, 16),)
+def value_loop():
+    return _script(ValueLoop()), (torch.randn(2, 4),)
 
 
 def two_methods():
@@ -156,6 +190,15 @@ ROWS = {
     "shape_loop_scripted": shape_loop,
     "optional_scripted": optional_arg,
     "list_scripted": list_input,
-    "encoder_scripted": encoder,
     "two_methods_scripted": two_methods,
 }
+
+
+class PlusOne(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + 1.0
+
+
+def plus_one() -> nn.Module:
+    """What :class:`HostileOnLoad` computes, as a migrated candidate."""
+    return PlusOne()
