@@ -478,7 +478,7 @@ def _archive_candidates(
             rn.Candidate(
                 f"exported{suffix}",
                 "exported_program",
-                f"recovery: {rec.path}",
+                f"recovery: {rec.path}" + (f" ({rec.detail})" if rec.detail else ""),
                 make=lambda d, e=ep: rn.ep_runner(e, d),
                 ep=ep,
                 ep_source="reference",
@@ -877,6 +877,12 @@ def _divergence(
     sample = next(
         (s for s in samples if cell.worst and s.name == cell.worst.get("sample")), samples[0]
     )
+    if sample.meta.get("kind") == "specialisation":
+        return {
+            "operator": None,
+            "note": f"{sample.name} changes an input the program was specialised to "
+            "(see the specialised notes)",
+        }
     if cand.ep_source == "lowered-from":
         ep_cell = next((c for c in cells if c.candidate == "exported" and c.device == "cpu"), None)
         if ep_cell is not None and ep_cell.status == "pass":
@@ -925,6 +931,7 @@ class ConvertResult:
     samples: int  # samples each program was checked on
     notes: list[str] = field(default_factory=list)
     mismatch: str | None = None  # why the .pte differs from the archive (nothing written)
+    together_s: float | None = None  # several methods: seconds to lower them together
 
     def lines(self) -> list[str]:
         out = []
@@ -933,11 +940,17 @@ class ConvertResult:
             out.append(f"wrote {path}  (method {m}, recovery: {rec.path})")
         if self.pte is not None:
             lower = ", ".join(
-                f"{m}: {r.lower_path}" for m, r in self.recoveries.items() if r.lower_path
+                (f"{m}: " if len(self.recoveries) > 1 else "")
+                + str(r.lower_path)
+                + (f" in {r.lower_s:.1f} s" if r.lower_s is not None else "")
+                for m, r in self.recoveries.items()
+                if r.lower_path
             )
             out.append(
                 f"wrote {self.pte}  (backend: {self.backend}, methods: "
-                f"{', '.join(self.recoveries)}; lowering path: {lower or 'together'}; "
+                f"{', '.join(self.recoveries)}; lowering path: {lower}"
+                + (f", together in {self.together_s:.1f} s" if self.together_s else "")
+                + "; "
                 f"checked on {self.samples} samples)"
             )
         for m, rec in self.recoveries.items():
@@ -989,24 +1002,30 @@ def run_convert(
     samples = list(inp.iter_samples(example, CONVERT_SAMPLES, seed, dyn))
     ref_by_method: dict[str, list[Any]] = {}
     for m in methods:
+        run = rn.script_runner(ts, "cpu", m)
         try:
             with quiet(debug):
-                ref_by_method[m] = _reference_outputs(
-                    rn.script_runner(ts, "cpu", m), samples, "cpu"
-                )
-        except VerifyError as exc:
+                run(example)
+        except Exception as exc:
             raise VerifyError(
-                "inputs", exc.message.replace("the TorchScript reference", m)
+                "inputs",
+                f"the model ({m}) rejected the inputs {inp.describe_args(example)}: "
+                f"{describe(exc)}",
             ) from exc
+        with quiet(debug):
+            ref_by_method[m] = _reference_outputs(run, samples, "cpu")
     tol = Tolerance(None, None)
     recs = ladder(ts, methods, example, samples, ref_by_method, tol, backend, dynamic_shapes, debug)
     if any(r.vary_scalars for r in recs.values()):
         _specialisation_samples(ts, methods, example, samples, ref_by_method, seed, notes)
+    start = time.perf_counter()
     buffer, lower_error = lowered_buffer(recs, backend, debug)
     if buffer is None:
         assert lower_error is not None
         raise lower_error
     result = ConvertResult({}, None, recs, backend, len(samples), notes)
+    if len(recs) > 1:
+        result.together_s = time.perf_counter() - start
     with tempfile.TemporaryDirectory(prefix="migrate-convert-") as tmp:
         pte_tmp = Path(tmp) / "check.pte"
         pte_tmp.write_bytes(buffer)

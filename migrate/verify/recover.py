@@ -20,6 +20,7 @@ archive on the samples, or to lower), the one used is named in the report:
 from __future__ import annotations
 
 import copy
+import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -83,6 +84,8 @@ class Recovery:
     attempts: list[tuple[str, str]] = field(default_factory=list)  # (step, why it failed)
     specialised: list[str] = field(default_factory=list)  # what now holds for the example only
     vary_scalars: bool = False  # Python scalar inputs were baked in: vary them in the samples
+    lower_s: float | None = None  # seconds the successful lowering took
+    detail: str = ""  # how the step went (the converter's own path)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -91,6 +94,7 @@ class Recovery:
             "lowering": self.lower_path,
             "attempts": [{"step": s, "reason": r} for s, r in self.attempts],
             "specialised": self.specialised,
+            "lower_s": None if self.lower_s is None else round(self.lower_s, 2),
         }
 
 
@@ -333,8 +337,10 @@ def run_ladder(
         if lower_once is None:
             return True
         try:
+            start = time.perf_counter()
             with quiet(debug):
                 rec.buffer = lower_once(copy.deepcopy(rec.ep))
+            rec.lower_s = time.perf_counter() - start
             rec.lower_path, rec.program = "direct", rec.ep
             return True
         except ImportError as exc:
@@ -373,15 +379,16 @@ def run_ladder(
         names = []
     with quiet(debug):
         # 1-2: the converter (forward only).
-        ep1 = None
+        converted = None
         if method == "forward":
-            ep1 = _try(
+            converted = _try(
                 CONVERTER,
-                lambda: conv.convert_archive(ts, example, dynamic_shapes, debug).ep,
+                lambda: conv.convert_archive(ts, example, dynamic_shapes, debug),
                 attempts,
             )
-        if ep1 is not None:
-            rec = Recovery(method, ep1, CONVERTER)
+        if converted is not None:
+            ep1 = converted.ep
+            rec = Recovery(method, ep1, CONVERTER, detail=converted.path_label)
             if accept(rec):
                 return finish(rec)
             if scalar_nodes(ep1.module()):
@@ -427,8 +434,10 @@ def run_ladder(
                     program = _try(f"{rec.path}: {name}", make, attempts)
                     if program is None:
                         continue
+                    start = time.perf_counter()
                     try:
                         rec.buffer = lower_once(program)
+                        rec.lower_s = time.perf_counter() - start
                     except Exception as exc:
                         attempts.append((f"{rec.path}: {name}: lower", describe(exc)))
                         continue
