@@ -577,6 +577,8 @@ def ladder(
             if hint and not debug:
                 raise VerifyError(exc.stage, hint + exc.message) from exc
             raise
+        if len(methods) > 1:
+            recs[m].lower_s = None  # only checked with to_edge; lowered together later
     return recs
 
 
