@@ -213,6 +213,8 @@ def specialise_scalars(
         size = leaf.shape[dim] if dim is not None and isinstance(leaf, torch.Tensor) else "?"
         names = input_names if input_names and len(input_names) == len(leaves) else []
         text = f"{_shape_origin(node, names[i] if 0 <= i < len(names) else None)} == {size}"
+        if _declared_dynamic(dynamic_shapes, i, dim):
+            raise NotShapeDerived(f"it would fix {text.split(' ==')[0]}, declared by --dynamic-dim")
         if text not in seen:
             seen.add(text)
             spec.shapes.append(text)
@@ -220,6 +222,15 @@ def specialise_scalars(
     gm.recompile()
     new = torch.export.export(gm, tuple(example), dynamic_shapes=dynamic_shapes, strict=False)
     return new, spec
+
+
+def _declared_dynamic(dynamic_shapes: Any, i: int, dim: Any) -> bool:
+    spec = (
+        dynamic_shapes[i]
+        if isinstance(dynamic_shapes, tuple | list) and 0 <= i < len(dynamic_shapes)
+        else None
+    )
+    return isinstance(spec, dict) and dim in spec
 
 
 # --------------------------------------------------------------------------- re-capture
@@ -449,10 +460,12 @@ def run_ladder(
         stage = "convert"
         raise VerifyError(stage, f"no recovery converted {method}: {reasons}")
     lower_fail = [r for s, r in attempts if s.endswith("lower")]
+    others = "; ".join(f"{s}: {r[:80]}" for s, r in attempts if not s.endswith("lower"))
     best.lower_error = VerifyError(
         "lower",
         f"to_edge_transform_and_lower failed on every path: "
-        f"{lower_fail[0] if lower_fail else 'the program differs from the archive'}",
+        f"{lower_fail[0][:160] if lower_fail else 'the program differs from the archive'}"
+        + (f" (also: {others})" if others else ""),
     )
     return finish(best)
 

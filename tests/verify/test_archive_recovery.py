@@ -128,6 +128,18 @@ def test_scalar_read_from_tensor_values_is_refused():
         specialise_scalars(ep, (x,))
 
 
+def test_specialisation_refuses_a_declared_dynamic_dimension():
+    from migrate.verify import convert as conv
+
+    ts, example = rm.position_ids_traced()
+    ep = conv.convert_archive(ts, example).ep
+    _, spec = specialise_scalars(ep, example, input_names=["ids"])
+    assert spec.shapes == ["ids.size(1) == 6"]
+    seq = torch.export.Dim("seq", min=2, max=12)
+    with pytest.raises(NotShapeDerived, match=r"fix ids.size\(1\), declared by --dynamic-dim"):
+        specialise_scalars(ep, example, ({1: seq},), ["ids"])
+
+
 # --------------------------------------------------------------------------- multi-method
 
 
@@ -208,7 +220,9 @@ def test_hostile_archive_is_refused_before_it_runs(
 def test_trusted_hostile_archive_runs_in_a_temporary_folder(invoke, tmp_path):
     victim = tmp_path / "victim.bin"
     victim.write_bytes(b"original")
-    archive = _save(torch.jit.script(rm.HostileOnLoad(str(victim))), tmp_path / "on_load.pt")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        archive = _save(torch.jit.script(rm.HostileOnLoad(str(victim))), tmp_path / "on_load.pt")
     result = invoke(
         "verify", archive, "--input-shape", "2x3", "--trust-archive", "--samples", "0",
         "--device", "cpu", "--no-default-candidates", "--candidate", "tests.verify.recovery_models:plus_one",
