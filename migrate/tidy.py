@@ -128,10 +128,13 @@ def _collapse_blank_lines(original: str, text: str) -> str:
     lines = text.split("\n")
     i = 0
     runs = {start: (run, nxt) for start, run, nxt in _blank_runs(lines)}
+    imports_end = _leading_imports_end(text)
     while i < len(lines):
         if i in runs:
             run, nxt = runs[i]
             allowed = 2 if not nxt[:1].isspace() else 1
+            if i == imports_end and not nxt.startswith(("def ", "class ", "async def ", "@")):
+                allowed = 1  # isort: one blank line between imports and plain code
             if i == 0 and not original.startswith("\n"):
                 allowed = 0  # an import removed from the top leaves no gap above the code
                 kept_runs.discard((run, nxt))
@@ -142,6 +145,14 @@ def _collapse_blank_lines(original: str, text: str) -> str:
         out.append(lines[i])
         i += 1
     return "\n".join(out)
+
+
+def _leading_imports_end(text: str) -> int:
+    """0-based index of the line after the module's leading import block (-1: none)."""
+    from migrate.fixer import _leading_imports
+
+    block = _leading_imports(ast.parse(text))
+    return block[-1].end_lineno if block else -1  # type: ignore[return-value]
 
 
 def _blank_runs(lines: list[str]) -> list[tuple[int, int, str]]:
@@ -317,23 +328,30 @@ def _fluent(code: str, indent: str, limit: int) -> list[str] | None:
 def _chain_links(expr: str) -> list[str]:
     """`f(a).g().h` -> ["f(a)", ".g()", ".h"]: the dots at bracket depth 0 after the first
     call; a single item when there is no such chain."""
-    depth, seen_call, cuts = 0, False, []
+    seen_call, cuts = False, []
     try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(expr + "\n").readline))
+        for tok, depth in _operators(expr):
+            if tok.string == ")" and depth == 0:
+                seen_call = True
+            elif tok.string == "." and depth == 0 and seen_call:
+                cuts.append(tok.start[1])
     except (tokenize.TokenError, IndentationError):
         return [expr]
-    for tok in tokens:
+    bounds = [0, *cuts, len(expr)]
+    return [expr[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+
+
+def _operators(text: str):
+    """(operator token, bracket depth after it) along one line of code."""
+    depth = 0
+    for tok in tokenize.generate_tokens(io.StringIO(text + "\n").readline):
         if tok.type != tokenize.OP:
             continue
         if tok.string in _OPEN:
             depth += 1
         elif tok.string in _CLOSE:
             depth -= 1
-            seen_call = seen_call or (depth == 0 and tok.string == ")")
-        elif tok.string == "." and depth == 0 and seen_call:
-            cuts.append(tok.start[1])
-    bounds = [0, *cuts, len(expr)]
-    return [expr[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+        yield tok, depth
 
 
 def _split_comment(line: str) -> tuple[str, str]:
@@ -372,16 +390,9 @@ def _split_point(code: str) -> tuple[int, int] | None:
 
 def _top_level_items(body: str) -> list[str]:
     """The comma-separated items of a bracket's contents (commas inside brackets kept)."""
-    items, depth, start = [], 0, 0
-    tokens = tokenize.generate_tokens(io.StringIO(body + "\n").readline)
-    for tok in tokens:
-        if tok.type != tokenize.OP:
-            continue
-        if tok.string in _OPEN:
-            depth += 1
-        elif tok.string in _CLOSE:
-            depth -= 1
-        elif tok.string == "," and depth == 0:
+    items, start = [], 0
+    for tok, depth in _operators(body):
+        if tok.string == "," and depth == 0:
             items.append(body[start : tok.start[1]].strip())
             start = tok.end[1]
     rest = body[start:].strip()
