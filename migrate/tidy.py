@@ -33,6 +33,8 @@ def tidy(original: str, fixed: str, path: str) -> str:
         written = _written_lines(before)
         text = _drop_redundant_parentheses(text, written)
         limit = configured_line_length(path)
+        text = _keep_exploded_calls(before, text, limit)
+        text = _explode_around_multiline_items(text, written)
         text = _wrap_long_lines(text, written | _long_before(before, text, limit), limit)
         text = _space_nested_functions(text, written)
         text = _collapse_blank_lines(before, text)
@@ -275,7 +277,140 @@ def _wrap_long_lines(text: str, original_lines: set[str], limit: int) -> str:
     return "\n".join(out)
 
 
-def _wrap(line: str, limit: int, depth: int = 0) -> list[str]:
+def _keep_exploded_calls(original: str, text: str, limit: int) -> str:
+    """A call the original wrote one argument a line, rewritten into one line, keeps that
+    layout (its closing bracket pair, two or more items, each on its own line)."""
+    old, new = original.split("\n"), text.split("\n")
+    old_tree, new_tree = ast.parse(original), ast.parse(text)
+    replaced: dict[int, list[str]] = {}
+    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag != "replace":
+            continue
+        # Statements of the changed region, paired in order when both sides have as many.
+        was = _simple_statements(old_tree, i1 + 1, i2)
+        now = _simple_statements(new_tree, j1 + 1, j2)
+        if len(was) != len(now):
+            continue
+        for before, after in zip(was, now, strict=True):
+            line = new[after.lineno - 1]
+            exploded = old[before.lineno - 1].rstrip().endswith(tuple(_OPEN))
+            if not exploded or after.end_lineno != after.lineno or "#" in line:
+                continue
+            pair = _split_point(line)
+            if pair and len(_top_level_items(line[pair[0] + 1 : pair[1]])) >= 2:
+                replaced[after.lineno - 1] = _wrap(line, limit, explode=True)
+    out: list[str] = []
+    for index, line in enumerate(new):
+        out.extend(replaced.get(index, [line]))
+    return "\n".join(out)
+
+
+def _simple_statements(tree: ast.Module, first: int, last: int) -> list[ast.stmt]:
+    """Statements without a body lying wholly within lines first..last."""
+    compound = (ast.If, ast.For, ast.While, ast.With, ast.Try, ast.FunctionDef, ast.ClassDef)
+    return sorted(
+        (
+            n
+            for n in _statement_spans(tree)
+            if not isinstance(n, compound)
+            and first <= n.lineno
+            and (n.end_lineno or n.lineno) <= last
+        ),
+        key=lambda n: n.lineno,
+    )
+
+
+def _explode_around_multiline_items(text: str, original_lines: set[str]) -> str:
+    """`f(a, (\n    x,\n))` written by the tool around an argument that spans lines becomes
+    one argument a line, the long argument re-indented whole (ruff format's layout)."""
+    lines = text.split("\n")
+    edits: dict[int, tuple[int, list[str]]] = {}
+    for stmt in _statement_spans(ast.parse(text)):
+        if not isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.Expr, ast.Return)):
+            continue
+        first = lines[stmt.lineno - 1]
+        if stmt.end_lineno == stmt.lineno or first in original_lines:
+            continue
+        block = lines[stmt.lineno - 1 : stmt.end_lineno]
+        new = _explode_block(block)
+        if new:
+            edits[stmt.lineno - 1] = (len(block), new)
+    out: list[str] = []
+    index = 0
+    while index < len(lines):
+        if index in edits:
+            count, new = edits[index]
+            out.extend(new)
+            index += count
+        else:
+            out.append(lines[index])
+            index += 1
+    return "\n".join(out)
+
+
+def _explode_block(block: list[str]) -> list[str] | None:
+    source = "\n".join(block)
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(source + "\n").readline))
+    except (tokenize.TokenError, IndentationError):
+        return None
+    if any(t.type == tokenize.COMMENT or t.start[0] != t.end[0] for t in tokens):
+        return None  # comments or strings spanning lines: leave them as written
+    offsets = [0]
+    for line in block:
+        offsets.append(offsets[-1] + len(line) + 1)
+
+    def at(position: tuple[int, int]) -> int:
+        return offsets[position[0] - 1] + position[1]
+
+    depth, opener, cuts, closer = 0, None, [], None
+    for tok in tokens:
+        if tok.type != tokenize.OP:
+            continue
+        if tok.string in _OPEN:
+            depth += 1
+            if depth == 1 and opener is None and tok.start[0] == 1:
+                opener = at(tok.start)
+        elif tok.string in _CLOSE:
+            depth -= 1
+            if depth == 0 and opener is not None and closer is None:
+                closer = at(tok.start)
+        elif tok.string == "," and depth == 1 and opener is not None and closer is None:
+            cuts.append(at(tok.start))
+    if opener is None or closer is None or opener == len(block[0].rstrip()) - 1:
+        return None  # no pair, or already one item a line
+    if source.count("\n", closer) or source.count("\n", 0, opener):
+        return None  # the pair must open on the first line and close on the last
+    items = [
+        source[a:b].strip()
+        for a, b in zip([opener + 1, *(c + 1 for c in cuts)], [*cuts, closer], strict=True)
+    ]
+    items = [i for i in items if i]
+    if not any("\n" in item for item in items):
+        return None
+    indent = block[0][: len(block[0]) - len(block[0].lstrip())]
+    inner = indent + "    "
+    out = [source[: opener + 1]]
+    for item in items:
+        parts = item.split("\n")
+        last = parts[-1]
+        shift = len(inner) - (len(last) - len(last.lstrip()))
+        moved = [parts[0]] + [_shift(p, shift) for p in parts[1:]]
+        moved[0] = inner + moved[0]
+        moved[-1] += ","
+        out.extend(moved)
+    out.append(indent + source[closer:].strip())
+    return out
+
+
+def _shift(line: str, by: int) -> str:
+    if by >= 0:
+        return " " * by + line
+    return line[min(-by, len(line) - len(line.lstrip())) :]
+
+
+def _wrap(line: str, limit: int, depth: int = 0, explode: bool = False) -> list[str]:
     code, comment = _split_comment(line)
     if comment or depth > 4:
         return [line]
@@ -292,7 +427,7 @@ def _wrap(line: str, limit: int, depth: int = 0) -> list[str]:
     if not body or len(head) > limit:
         return [line]
     items = _top_level_items(body)
-    if len(inner + body) <= limit and not body.endswith(","):
+    if len(inner + body) <= limit and not body.endswith(",") and not explode:
         middle = [inner + body]
     else:
         middle = []

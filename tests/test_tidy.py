@@ -179,3 +179,20 @@ def test_wrapping_uses_the_project_length(tmp_path):
 def test_new_imports_go_where_isort_puts_them(before, specs, after):
     assert fix_imports(before, specs) == after
     ast.parse(after)
+
+
+def test_a_call_written_one_argument_a_line_keeps_that_layout():
+    original = "def f(model, x, y):\n    t = trace(\n        model,\n        (x, y),\n    )\n"
+    fixed = "def f(model, x, y):\n    t = torch.export.export(model, (x, y))\n"
+    assert tidy(original, fixed, "m.py") == (
+        "def f(model, x, y):\n    t = torch.export.export(\n        model,\n        (x, y),\n    )\n"
+    )
+
+
+def test_an_argument_spanning_lines_explodes_the_new_call_around_it():
+    original = "def f(m, x, y):\n    t = trace(\n        m,\n        (\n            x,\n        ),\n    )\n"
+    fixed = "def f(m, x, y):\n    t = torch.export.export(m, (\n            x,\n        ))\n"
+    assert tidy(original, fixed, "m.py") == (
+        "def f(m, x, y):\n    t = torch.export.export(\n        m,\n        (\n            x,\n"
+        "        ),\n    )\n"
+    )
