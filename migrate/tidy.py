@@ -48,13 +48,33 @@ def tidy(original: str, fixed: str, path: str) -> str:
 
 
 def _names_used(tree: ast.Module) -> set[str]:
-    """Names read anywhere, including inside string annotations and `__all__`."""
+    """Names read anywhere, including inside string annotations and `__all__` (as ruff's F401
+    reads them; a name in a docstring or a message does not count)."""
     used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            if len(node.value) < 300:
-                used.update(re.findall(r"[A-Za-z_]\w*", node.value))
+    for node in _annotation_strings(tree):
+        used.update(re.findall(r"[A-Za-z_]\w*", node.value))
     return used
+
+
+def _annotation_strings(tree: ast.Module) -> list[ast.Constant]:
+    roots: list[ast.AST] = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.returns:
+            roots.append(node.returns)
+        elif isinstance(node, ast.arg) and node.annotation:
+            roots.append(node.annotation)
+        elif isinstance(node, ast.AnnAssign):
+            roots.append(node.annotation)
+        elif isinstance(node, (ast.Assign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
+                roots.append(node.value)
+    return [
+        n
+        for root in roots
+        for n in ast.walk(root)
+        if isinstance(n, ast.Constant) and isinstance(n.value, str)
+    ]
 
 
 def _import_bindings(tree: ast.Module) -> list[tuple[str, tuple[str, str | None, str | None]]]:

@@ -1,5 +1,7 @@
 """Golden fixture pairs: fixtures/rules/<CODE>/<case>.before.<ext> beside .after.<ext> and
 .findings.txt. `MIGRATE_UPDATE=1 pytest` rewrites the expected files; review with git diff.
+A pair with a `<case>.oracle.py` sidecar must still behave like its original before a
+regenerated after is written (tests/fixture_oracle.py).
 
 A case without an .after file must stay unchanged (negatives, manual-only findings).
 Text (non-Python) cases name the file the checks see in their first segment after the case:

@@ -196,3 +196,15 @@ def test_an_argument_spanning_lines_explodes_the_new_call_around_it():
         "def f(m, x, y):\n    t = torch.export.export(\n        m,\n        (\n            x,\n"
         "        ),\n    )\n"
     )
+
+
+def test_names_in_string_annotations_count_but_docstrings_do_not():
+    original = (
+        '"""Uses torch and List."""\nfrom typing import List\n\nimport torch\n\n'
+        'def f(x: "List[int]"):\n    return torch.jit.script(x)\n'
+    )
+    fixed = original.replace("torch.jit.script(x)", "x")
+    assert tidy(original, fixed, "m.py") == (
+        '"""Uses torch and List."""\nfrom typing import List\n\n\n'
+        'def f(x: "List[int]"):\n    return x\n'
+    )
