@@ -21,7 +21,7 @@ from migrate.tidy import DEFAULT_LINE_LENGTH, _line_length_setting
 from tests.fixture_cases import RULE_FIXTURES, all_cases
 
 REPOS = RULE_FIXTURES.parent / "repos"
-RUFF = shutil.which("ruff") or str(Path(sys.executable).with_name("ruff"))
+RUFF = [sys.executable, "-m", "ruff"]  # the pinned test dependency, as tests/test_lint.py
 
 
 def _pairs() -> list[tuple[str, Path, Path, int]]:
@@ -55,7 +55,7 @@ def _repo_line_length(file: Path, root: Path) -> int:
 def _ruff(folder: Path, length: int) -> tuple[Counter, set[str]]:
     """Per (file, code) counts of the selected lint codes, and the files format would change."""
     check = subprocess.run(
-        [RUFF, "check", "--isolated", "--select", "F401,I001,E501", "--line-length", str(length)]
+        [*RUFF, "check", "--isolated", "--select", "F401,I001,E501", "--line-length", str(length)]
         + ["--output-format", "json", "--exit-zero", "--no-cache", "."],
         cwd=folder,
         capture_output=True,
@@ -65,7 +65,7 @@ def _ruff(folder: Path, length: int) -> tuple[Counter, set[str]]:
     assert check.returncode == 0, check.stderr
     counts = Counter((Path(d["filename"]).name, d["code"]) for d in json.loads(check.stdout))
     fmt = subprocess.run(
-        [RUFF, "format", "--check", "--isolated", "--no-cache", "--line-length", str(length)]
+        [*RUFF, "format", "--check", "--isolated", "--no-cache", "--line-length", str(length)]
         + ["--output-format", "json", "."],
         cwd=folder,
         capture_output=True,
