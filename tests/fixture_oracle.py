@@ -53,17 +53,19 @@ KNOWN_DEFECTS: dict[str, dict[str, str]] = {
         "TorchScript-only branch",
     },
     "MIG131/if_without_else": {
-        "<import>": "the torch.cond rewrite of a module that is still scripted "
-        "(torch.jit.script(Clip()) stays when only MIG131 runs): TorchScript cannot compile the "
-        "nested branch functions",
+        "<import>": "MIG131 rewrites Clip.forward to torch.cond while torch.jit.script(Clip()) "
+        "stays (MIG101 is only assisted there: no example inputs), and TorchScript cannot "
+        "compile the nested branch functions: even a full `migrate apply` leaves a file that "
+        "fails at import",
     },
     "MIG205/lite_load_forms": {
         "run": "load_method('forward') returns an executorch Method, which is not callable: "
         "the call `module(x)` must become `module.execute([x])[0]`",
     },
     "MIG131/ternary": {
-        "<import>": "the torch.cond rewrite of a module that is still traced "
-        "(torch.jit.trace(m, ...) stays when only MIG131 runs): FX cannot trace torch.cond",
+        "<import>": "with only MIG131 applied, the module-level torch.jit.trace(m, ...) stays "
+        "and cannot trace torch.cond (a full apply also rewrites the trace and works): the "
+        "rewrite is safe only together with its capture's rewrite",
     },
 }
 
