@@ -142,10 +142,11 @@ def _long_before(original: str, text: str, limit: int) -> set[str]:
 def _collapse_blank_lines(original: str, text: str) -> str:
     """No run of blank lines longer than ruff format allows (2 before module-level code, 1
     inside blocks) unless the original had that very run; no blank lines opening the file."""
-    kept_runs = set()
+    # A run is the original's own when the same lines surround it there.
     lines = original.split("\n")
-    for _start, run, nxt in _blank_runs(lines):
-        kept_runs.add((run, nxt))
+    kept_runs = {
+        (lines[start - 1] if start else "", run, nxt) for start, run, nxt in _blank_runs(lines)
+    }
     out: list[str] = []
     lines = text.split("\n")
     i = 0
@@ -154,13 +155,16 @@ def _collapse_blank_lines(original: str, text: str) -> str:
     while i < len(lines):
         if i in runs:
             run, nxt = runs[i]
+            key = (lines[i - 1] if i else "", run, nxt)
             allowed = 2 if not nxt[:1].isspace() else 1
             if i == imports_end and not nxt.startswith(("def ", "class ", "async def ", "@")):
                 allowed = 1  # isort: one blank line between imports and plain code
+            if i > 0 and re.match(r"\s*class\b.*:\s*$", lines[i - 1]):
+                allowed = 0  # ruff format: no blank line opens a class body
             if i == 0 and not original.startswith("\n"):
                 allowed = 0  # an import removed from the top leaves no gap above the code
-                kept_runs.discard((run, nxt))
-            if run > allowed and (run, nxt) not in kept_runs:
+                kept_runs.discard(key)
+            if run > allowed and key not in kept_runs:
                 out.extend([""] * allowed)
                 i += run
                 continue

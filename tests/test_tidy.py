@@ -41,6 +41,12 @@ from migrate.tidy import configured_line_length, tidy
             id="one-blank-line-inside-functions",
         ),
         pytest.param(
+            "class M:\n    __constants__ = ['a']\n\n    a = 1\n",
+            "class M:\n\n    a = 1\n",
+            "class M:\n    a = 1\n",
+            id="no-blank-line-opening-a-class",
+        ),
+        pytest.param(
             "x = g(1 if c else 2)\n",
             "x = (1 if c else 2)\n",
             "x = 1 if c else 2\n",
