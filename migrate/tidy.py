@@ -422,10 +422,19 @@ def _explode_block(block: list[str]) -> list[str] | None:
         shift = len(inner) - (len(last) - len(last.lstrip()))
         moved = [parts[0]] + [_shift(p, shift) for p in parts[1:]]
         moved[0] = inner + moved[0]
-        moved[-1] += ","
+        if not _grouping(source, opener, len(items)):
+            moved[-1] += ","
         out.extend(moved)
     out.append(indent + source[closer:].strip())
     return out
+
+
+def _grouping(source: str, opener: int, items: int) -> bool:
+    """Parentheses that only group one expression: a comma there would make it a tuple."""
+    if source[opener] != "(" or items != 1:
+        return False
+    before = source[:opener].rstrip()
+    return not before or not (before[-1].isalnum() or before[-1] in "_)]}'\"")
 
 
 def _shift(line: str, by: int) -> str:
@@ -455,8 +464,9 @@ def _wrap(line: str, limit: int, depth: int = 0, explode: bool = False) -> list[
         middle = [inner + body]
     else:
         middle = []
+        comma = "" if _grouping(code, opener, len(items)) else ","
         for item in items:
-            line = inner + item + ","
+            line = inner + item + comma
             middle.extend(_wrap(line, limit, depth + 1) if len(line) > limit else [line])
     return [head, *middle, indent + tail.lstrip()]
 
