@@ -24,13 +24,16 @@ TRACE_RULES = ("MIG102", "MIG103")
 CAPTURE_RULES = ("MIG101", "MIG102", "MIG103")
 PRODUCER_RULES = ("MIG201", "MIG204")
 CONSUMER_RULES = ("MIG202", "MIG205")
-# Decorators whose removal is right only once nothing scripts their class.
-SCRIPT_ONLY_DECORATORS = ("MIG104", "MIG105", "MIG106", "MIG109")
+# Fixes that remove what the scripting compiler reads (decorators, type hints): right only
+# once nothing scripts that code.
+TYPING_RULES = (
+    "MIG104", "MIG105", "MIG106", "MIG108", "MIG109", "MIG111", "MIG112", "MIG113", "MIG114",
+)  # fmt: skip
 
 
 def needs_facts(findings: Iterable[Finding]) -> bool:
     """Whether any fix here depends on other files (else the planner needs no facts)."""
-    cross_file = {*CAPTURE_RULES, *PRODUCER_RULES, *CONSUMER_RULES, *SCRIPT_ONLY_DECORATORS}
+    cross_file = {*CAPTURE_RULES, *PRODUCER_RULES, *CONSUMER_RULES, *TYPING_RULES}
     return any(f.autofix is not None and f.rule in cross_file for f in findings)
 
 
@@ -327,16 +330,19 @@ def _covers(span, f: Finding) -> bool:
     return span.display == f.path and span.line <= f.line <= span.end_line
 
 
-def script_decorators_stay_while_scripted(ctx: Context) -> dict[FindingKey, str]:
-    """`@torch.jit.ignore`, `@torch.jit.export`... tell the scripting compiler what to skip:
-    removing them while a `torch.jit.script` of their class stays breaks that script."""
+def typing_stays_while_scripted(ctx: Context) -> dict[FindingKey, str]:
+    """`@torch.jit.ignore`, `torch.jit.annotate`, `_overload`, `Final`, `Attribute`... tell the
+    scripting compiler what to skip or how to type a value: removing them is right only once
+    nothing scripts that code. A `torch.jit.script` that stays TorchScript keeps them in the
+    files its class can reach (its module and what that imports); when the tool cannot tell
+    what it scripts, everywhere."""
     facts = ctx.facts
     if facts is None:
         return {}
+    typed = [f for f in ctx.findings if f.rule in TYPING_RULES and f.autofix is not None]
+    if not typed:
+        return {}
     holds: dict[FindingKey, str] = {}
-    decorated = [f for f in ctx.findings if f.rule in SCRIPT_ONLY_DECORATORS and f.autofix]
-    if not decorated:
-        return holds
     for capture in facts.captures:  # type: ignore[attr-defined]
         if capture.api != "torch.jit.script":
             continue
@@ -345,16 +351,20 @@ def script_decorators_stay_while_scripted(ctx: Context) -> dict[FindingKey, str]
             continue
         captured = facts.class_of_capture(*start)  # type: ignore[attr-defined]
         if captured is None:
-            continue
-        for f in decorated:
-            if (
-                f.path == captured.display
-                and captured.span is not None
-                and _covers(captured.span, f)
-            ):
-                holds[finding_key(f)] = (
-                    f"`{captured.class_name}` is still scripted at {_where(capture.call)}"
-                )
+            reach = None
+            why = (
+                f"the `torch.jit.script` at {_where(capture.call)} stays and the tool cannot "
+                "tell what it compiles; the scripting compiler reads this"
+            )
+        else:
+            reach = facts.imported_closure(captured.display)  # type: ignore[attr-defined]
+            why = (
+                f"`{captured.class_name}` is still scripted at {_where(capture.call)}, and the "
+                "scripting compiler reads this"
+            )
+        for f in typed:
+            if reach is None or f.path in reach:
+                holds.setdefault(finding_key(f), why)
     return holds
 
 
@@ -363,5 +373,5 @@ PLANNING_RULES: list[PlanningRule] = [
     loaders_move_with_their_writers,
     captures_move_with_every_use,
     captures_wait_for_their_forward,
-    script_decorators_stay_while_scripted,
+    typing_stays_while_scripted,
 ]

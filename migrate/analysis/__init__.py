@@ -50,6 +50,8 @@ class RepoFacts:
     """The answers, indexed by the start (display, line, column) of the call they are about."""
 
     def __init__(self, repo: Repo) -> None:
+        self.repo = repo
+        self._imports: dict[str, frozenset[str]] = {}
         captures, self._traces, torchscript_names = find_captures(repo)
         self.captures: list[CaptureValue] = captures
         self._captures_at = {c.call.start: c for c in captures}
@@ -129,6 +131,48 @@ class RepoFacts:
         """`@torch.jit.ignore/unused` methods reachable from the captured forward."""
         found = self.class_of_capture(display, line, column)
         return list(found.blockers) if found is not None else []
+
+    # ---- reach ---------------------------------------------------------------------------
+    def imported_closure(self, display: str) -> frozenset[str]:
+        """The file and every repository file it imports, directly or through others: what a
+        scripting compiler starting in this file can reach."""
+        seen = {display}
+        todo = [display]
+        while todo:
+            for target in self._imports_of(todo.pop()):
+                if target not in seen:
+                    seen.add(target)
+                    todo.append(target)
+        return frozenset(seen)
+
+    def _imports_of(self, display: str) -> frozenset[str]:
+        if display not in self._imports:
+            f = self.repo.files.get(display)
+            found: set[str] = set()
+            if f is not None and f.src.text:
+                package = f.module if f.is_package else f.module.rpartition(".")[0]
+                for node in ast.walk(f.tree):
+                    names: list[str] = []
+                    if isinstance(node, ast.Import):
+                        names = [a.name for a in node.names]
+                    elif isinstance(node, ast.ImportFrom):
+                        base = node.module or ""
+                        if node.level:
+                            parts = package.split(".") if package else []
+                            parts = (
+                                parts[: len(parts) - (node.level - 1)] if node.level > 1 else parts
+                            )
+                            base = ".".join([*parts, base] if base else parts)
+                        names = [base, *(f"{base}.{a.name}" for a in node.names)]
+                    for name in names:
+                        while name:
+                            target = self.repo.modules.get(name)
+                            if target is not None:
+                                found.add(target.display)
+                                break
+                            name = name.rpartition(".")[0]
+            self._imports[display] = frozenset(found)
+        return self._imports[display]
 
     # ---- dead code claims ---------------------------------------------------------------
     def trace_calls_in(self, display: str) -> int:
