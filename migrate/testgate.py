@@ -450,6 +450,8 @@ class Gate:
         report = GateReport(units, command=self.settings.command)
         if self.settings.select == "imports" and not self.settings.junit:
             raise GateError("--test-select imports needs a pytest command (or --test-format junit)")
+        if not units:
+            return report  # nothing to gate: no test run needed
         tmp = Path(tempfile.mkdtemp(prefix="migrate-test-"))
         try:
             copy = tmp / "tree"
@@ -504,7 +506,8 @@ class Gate:
                 self.progress(f"{phase}: no test file imports the changed modules; not run")
                 return run
         n = len(self._report.runs) + 1
-        self.progress(f"run {n} (of about {self._report.estimate}): {phase}")
+        self._expected = max(self._expected, n)
+        self.progress(f"run {n} of about {self._expected}: {phase}")
         run = run_suite(
             self.settings,
             self._copy / self.cwd_rel,
@@ -573,7 +576,7 @@ class Gate:
 
     def _gate(self, report: GateReport, units: list) -> None:
         n = len(units)
-        report.estimate = estimate_runs(n, self.settings.retries)
+        report.estimate = self._expected = estimate_runs(n, self.settings.retries)
         self.progress(
             f"{n} fix unit{'s' * (n != 1)} to test: about {report.estimate} suite runs if one "
             f"breaks a test, {math.ceil(math.log2(max(n, 1))) + 3} more for each other one"
@@ -591,6 +594,9 @@ class Gate:
             if not broken:
                 break
             phase = "confirming"
+            # Bisection, a re-run of the culprit, a confirming run.
+            steps = math.ceil(math.log2(max(len(kept), 1))) + 2
+            self._expected = max(self._expected, len(report.runs) + steps)
             culprit, background, tests = self._bisect(kept, broken, path_of.__getitem__)
             again = self._broken(self._suite("re-run of the culprit", background | {culprit}))
             for tid in set(tests) - set(again):

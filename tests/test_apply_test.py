@@ -525,3 +525,37 @@ def test_junit_node_ids_and_first_failure_line(tmp_path):
         "tests/test_a.py::test_two": ("failed", "assert 1 == 2"),
         "tests/test_a.py::test_three": ("skipped", ""),
     }
+
+
+def test_a_trial_past_the_timeout_counts_as_failing(tmp_path):
+    slow = {
+        # Hangs (rather than fails) when the MIG110 fix changes describe().
+        "check.py": """
+            import time
+
+            from mylib.mode import describe
+
+            if describe() != "eager":
+                time.sleep(30)
+            """,
+    }
+    root = make_sample(tmp_path / "repo", slow)
+    report_path = tmp_path / "report.json"
+    migrate(
+        root,
+        tmp_path,
+        "--dry-run",
+        "--unsafe-fixes",
+        "--test",
+        "python check.py",
+        "--test-timeout",
+        "2",
+        "--test-report",
+        str(report_path),
+    )
+    report = json.loads(report_path.read_text())
+    assert units_of(report["reverted"]) == [("mylib/mode.py:MIG110",)]
+    assert report["reverted"][0]["broke"] == [
+        {"test": "(timeout)", "failure": "the run timed out after 2 s"}
+    ]
+    assert any(r["timed_out"] for r in report["runs"])
