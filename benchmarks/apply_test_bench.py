@@ -1,0 +1,160 @@
+"""What `migrate apply --test` costs: suite runs and wall time against one suite run.
+
+    python benchmarks/apply_test_bench.py [--modules 24]
+
+Builds a library-shaped sample (MODULES modules, each with its own test file and five fix
+units: a scripted function, `torch.jit.annotate`, `@torch.jit.unused`, `is_scripting`, and a
+trace + save group), of which exactly two units break a test: one module's `is_scripting`
+branch and another's saved artifact are checked by its tests. It then runs
+`migrate apply --unsafe-fixes --test "python -m pytest -q"` on fresh copies, with every test
+file per trial and with `--test-select imports`, and prints the runs made, the estimate for
+one culprit, the wall time, and that time over one plain suite run.
+
+The sample brings its own minimal `torch` package (as tests/test_apply_test.py does): a run
+of its suite costs pytest's start-up, not torch's import, so the ratio is the point.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.test_apply_test import FAKE_TORCH, write_tree  # noqa: E402
+
+PYTEST = "python -m pytest -q -p no:cacheprovider"
+
+MODULE = """
+import os
+
+import torch
+
+
+@torch.jit.script
+def scale_{i}(x: int) -> int:
+    return x * {i}
+
+
+def collect_{i}(n: int):
+    out = torch.jit.annotate(list, [])
+    for k in range(n):
+        out.append(k + {i})
+    return out
+
+
+class Helper{i}:
+    @torch.jit.unused
+    def name(self) -> str:
+        return "helper{i}"
+
+
+def mode_{i}() -> str:
+    if torch.jit.is_scripting():
+        return "scripted"
+    return "eager"
+
+
+def export_{i}(model, example, out_dir: str) -> str:
+    traced = torch.jit.trace(model, example)
+    path = os.path.join(out_dir, "model{i}.pt")
+    torch.jit.save(traced, path)
+    return path
+"""
+
+TEST = """
+from lib.m{i:02d} import Helper{i}, collect_{i}, export_{i}, mode_{i}, scale_{i}
+
+
+def test_scale():
+    assert scale_{i}(2) == {i} * 2
+
+
+def test_collect():
+    assert collect_{i}(2) == [{i}, {i} + 1]
+
+
+def test_helper():
+    assert Helper{i}().name() == "helper{i}"
+{extra}
+"""
+
+MODE_TEST = """
+
+def test_mode():
+    assert mode_{i}() == "eager"
+"""
+
+SAVE_TEST = """
+
+def test_export(tmp_path):
+    with open(export_{i}(object(), None, str(tmp_path))) as f:
+        assert f.read() == "torchscript"
+"""
+
+
+def build(root: Path, modules: int) -> None:
+    files = dict(FAKE_TORCH)
+    files["lib/__init__.py"] = ""
+    for i in range(modules):
+        files[f"lib/m{i:02d}.py"] = MODULE.format(i=i)
+        extra = MODE_TEST if i == modules // 3 else SAVE_TEST if i == 2 * modules // 3 else ""
+        files[f"tests/test_m{i:02d}.py"] = TEST.format(i=i, extra=extra.format(i=i))
+    write_tree(root, files)
+
+
+def environment(scratch: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+        "MIGRATE_CACHE_DIR": str(scratch / "cache"),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--modules", type=int, default=24)
+    args = parser.parse_args()
+    scratch = Path(tempfile.mkdtemp(prefix="apply-test-bench-"))
+    try:
+        sample = scratch / "sample"
+        build(sample, args.modules)
+        env = environment(scratch)
+        start = time.perf_counter()
+        subprocess.run(PYTEST, shell=True, cwd=sample, env=env, capture_output=True)
+        one_run = time.perf_counter() - start
+        print(f"sample: {args.modules} modules; one plain suite run: {one_run:.2f} s")
+        print(
+            f"{'mode':<10} {'units':>5} {'reverted':>8} {'runs':>4} {'est.':>4} "
+            f"{'wall s':>7} {'x one run':>9}"
+        )
+        for select in ("all", "imports"):
+            repo = scratch / f"repo-{select}"
+            shutil.copytree(sample, repo)
+            report = scratch / f"{select}.json"
+            command = [sys.executable, "-m", "migrate", "apply", ".", "--unsafe-fixes"]
+            command += ["--test", PYTEST, "--test-select", select, "--test-report", str(report)]
+            start = time.perf_counter()
+            subprocess.run(command, cwd=repo, env=env, capture_output=True)
+            wall = time.perf_counter() - start
+            data = json.loads(report.read_text())
+            units = len(data["kept"]) + len(data["reverted"])
+            print(
+                f"{select:<10} {units:>5} {len(data['reverted']):>8} {data['suite_runs']:>4} "
+                f"{data['estimated_runs']:>4} {wall:>7.1f} {wall / one_run:>9.1f}"
+            )
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
