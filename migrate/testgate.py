@@ -37,6 +37,8 @@ SKIP_DIRS = frozenset(
 )
 
 EXIT_CODE_TEST = "(exit code)"
+# Whole-run failures reported in the place of a test's name.
+PSEUDO_TESTS = frozenset({EXIT_CODE_TEST, "(timeout)", "(no report)", "(invalid code)"})
 
 
 class GateError(ValueError):
@@ -214,7 +216,8 @@ def _kill_group(proc: subprocess.Popen) -> None:
 
 def repository_root(paths: list[str]) -> Path:
     """The folder to copy: the git work tree holding PATHS, else the current folder when it
-    holds them, else their common folder."""
+    holds them, else the closest project root (pyproject.toml...) above them, else their
+    common folder."""
     absolute = [Path(os.path.abspath(p)) for p in paths]
     common = Path(os.path.commonpath([str(p) for p in absolute]))
     start = common if common.is_dir() else common.parent
@@ -227,8 +230,15 @@ def repository_root(paths: list[str]) -> Path:
         pass
     cwd = Path.cwd()
     if all(p == cwd or cwd in p.parents for p in absolute):
-        return cwd
+        return cwd  # where the test command is meant to run
+    for folder in (start, *start.parents):
+        if any((folder / marker).is_file() for marker in PROJECT_MARKERS):
+            return folder
     return start
+
+
+# Files that mark a Python project's root when it is not a git work tree.
+PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "pytest.ini", "tox.ini")
 
 
 def _skip(folder: str, names: list[str]) -> set[str]:
@@ -542,6 +552,11 @@ class Gate:
         passing, failing = set(), set()
         for tid in set().union(*runs):
             outcomes = {r[tid].outcome if tid in r else "missing" for r in runs}
+            if len(outcomes) > 1 and tid in PSEUDO_TESTS:
+                raise GateError(
+                    f"--test: {self.settings.command!r} passed and failed on the untouched "
+                    "tree; its exit code cannot judge the fixes"
+                )
             if len(outcomes) > 1:
                 report.flaky[tid] = "passed and failed on the untouched tree"
             elif outcomes == {"passed"}:
@@ -599,9 +614,11 @@ class Gate:
             self._expected = max(self._expected, len(report.runs) + steps)
             culprit, background, tests = self._bisect(kept, broken, path_of.__getitem__)
             again = self._broken(self._suite("re-run of the culprit", background | {culprit}))
-            for tid in set(tests) - set(again):
+            for tid in set(tests) - set(again) - PSEUDO_TESTS:
                 report.flaky[tid] = "failed, then passed with the same fixes"
-            confirmed = {t: m for t, m in tests.items() if t in again}
+            # A whole run that failed (timed out, no report, exit code) is not a test that
+            # can be set aside as flaky: its culprit is reverted, to be safe.
+            confirmed = {t: m for t, m in tests.items() if t in again or t in PSEUDO_TESTS}
             if confirmed:
                 kept.remove(culprit)
                 report.reverted.append(Reverted(culprit, confirmed))

@@ -559,3 +559,42 @@ def test_a_trial_past_the_timeout_counts_as_failing(tmp_path):
         {"test": "(timeout)", "failure": "the run timed out after 2 s"}
     ]
     assert any(r["timed_out"] for r in report["runs"])
+
+
+def test_git_work_tree_from_a_subfolder(tmp_path):
+    """The copy is of the git work tree (without .git); the command runs in the copy's
+    counterpart of the current folder, never in the user's tree."""
+    root = tmp_path / "repo"
+    guard = {
+        "check.py": f"""
+            import sys
+            from pathlib import Path
+
+            here = Path(__file__).resolve().parent
+            assert here != Path({str(root.resolve())!r}), "ran in the user's tree"
+            assert not (here / ".git").exists(), "the copy holds .git"
+            from mylib.mode import describe
+
+            sys.exit(0 if describe() == "eager" else 3)
+            """,
+    }
+    make_sample(root, guard)
+    env = environment(tmp_path)
+    env.update(GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t")
+    env.update(GIT_COMMITTER_EMAIL="t@t")
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "sample"]):
+        subprocess.run(["git", *args], cwd=root, env=env, check=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "migrate", "apply", "../mylib", "--no-cache", "--unsafe-fixes"]
+        + ["--test", "python ../check.py"],
+        cwd=root / "tests",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert "reverted mylib/mode.py:5:8 MIG110" in proc.stdout.replace("../", ""), proc.stderr
+    status = subprocess.run(
+        ["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True
+    ).stdout
+    assert sorted(status.split()) == ["M", "M", "mylib/ops.py", "mylib/save.py"]
