@@ -408,6 +408,7 @@ class GateReport:
             }
 
         return {
+            "version": 1,
             "command": self.command,
             "kept": [unit(i) for i in self.kept],
             "reverted": [

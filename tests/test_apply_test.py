@@ -31,6 +31,7 @@ from migrate.testgate import (
 )
 
 PYTEST = "python -m pytest -q -p no:cacheprovider"
+ROOT = Path(__file__).resolve().parent.parent
 
 FAKE_TORCH = {
     "torch/__init__.py": "from torch import compiler, export, jit\n",
@@ -225,6 +226,9 @@ def test_reverts_exactly_the_two_breaking_units(tmp_path):
     )
     assert proc.returncode == 1, proc.stderr  # fixes left for review
     report = json.loads(report_path.read_text())
+    documented = (ROOT / "docs" / "apply-test-report.md").read_text()
+    for key in report:
+        assert f"| `{key}` |" in documented
     assert units_of(report["reverted"]) == [
         ("mylib/mode.py:MIG110",),
         ("mylib/save.py:MIG102", "mylib/save.py:MIG201"),
@@ -363,7 +367,15 @@ def test_flip_without_a_change_is_flaky_not_a_culprit(tmp_path):
     migrate(root, tmp_path, "--test", PYTEST, "--test-report", str(report_path))
     report = json.loads(report_path.read_text())
     assert report["reverted"] == []
-    assert [f["test"] for f in report["flaky"]] == ["tests/test_flaky.py::test_sometimes"]
+    assert report["flaky"] == [
+        {
+            "test": "tests/test_flaky.py::test_sometimes",
+            "why": "failed, then passed with the same fixes",
+        }
+    ]
+    phases = [r["phase"] for r in report["runs"]]
+    assert phases[:2] == ["baseline", "trial (all fixes)"]
+    assert phases[-2:] == ["re-run of the culprit", "confirming"]
     assert len(report["kept"]) == 3
     after = snapshot(root)
     assert [k for k in after if after[k] != before.get(k)] == ["mylib/ops.py"]
