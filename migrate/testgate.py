@@ -470,7 +470,13 @@ class Gate:
             (tmp / "reports").mkdir()
             files = []
             for display, (path, decoded) in sorted(sources.items()):
-                rel = Path(os.path.abspath(path)).relative_to(self.root)
+                try:
+                    rel = Path(os.path.abspath(path)).relative_to(self.root)
+                except ValueError:
+                    raise GateError(
+                        f"--test: {display} lies outside {self.root}, the folder copied for the "
+                        "test runs; migrate one repository at a time"
+                    ) from None
                 mine = [
                     i for i, u in enumerate(units) if any(f.path == display for f in u.findings)
                 ]

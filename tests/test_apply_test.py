@@ -610,3 +610,26 @@ def test_git_work_tree_from_a_subfolder(tmp_path):
         ["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True
     ).stdout
     assert sorted(status.split()) == ["M", "M", "mylib/ops.py", "mylib/save.py"]
+
+
+def test_apply_units_writes_exactly_the_units_given(tmp_path):
+    from migrate.engine import Scanner, ScanOptions
+    from migrate.findings import Edit
+    from migrate.fixer import WITH_UNSAFE, _Unit, apply_units, fix_units
+
+    make_sample(tmp_path)
+    source = (tmp_path / "mylib/ops.py").read_text()
+    scan = Scanner(ScanOptions(use_git=False, cache=False)).scan([str(tmp_path / "mylib/ops.py")])
+    units, _ = fix_units(scan.findings, WITH_UNSAFE)
+    by_rule = {u.findings[0].rule: u for u in units}
+    path = scan.findings[0].path
+    only_annotate = apply_units(path, source, [by_rule["MIG111"]])
+    assert "torch.jit.annotate" not in only_annotate
+    assert "@torch.jit.script" in only_annotate and "@torch.jit.unused" in only_annotate
+    assert apply_units(path, source, []) == source
+    everything = apply_units(path, source, units)
+    assert "torch.jit" not in everything
+    annotate = by_rule["MIG111"].edits[0]
+    clash = _Unit(by_rule["MIG101"].findings, [Edit(annotate.start, annotate.end + 1, "x")])
+    with pytest.raises(ValueError, match="overlap"):
+        apply_units(path, source, [by_rule["MIG111"], clash])
