@@ -518,6 +518,14 @@ def report(
     jobs: JobsOpt = None,
     config_file: ConfigOpt = None,
     isolated: IsolatedOpt = False,
+    test_report: Annotated[
+        Path | None,
+        typer.Option(
+            "--test-report",
+            metavar="FILE",
+            help="Add what `apply --test` kept and reverted (its JSON) to the HTML plan.",
+        ),
+    ] = None,
     debug: DebugOpt = False,
 ) -> None:
     """A migration plan for a repository: counts, automatic fixes, review items, effort."""
@@ -533,6 +541,13 @@ def report(
         )
         with _progress(True, "planning") as progress:
             plan = build_plan(path, options, progress)
+        if test_report is not None:
+            from migrate.testgate import load_report
+
+            if format != "html":
+                raise ValueError("--test-report is shown by --format html only")
+
+            plan.tests = load_report(test_report)
         rendered = RENDERERS[format](plan)
         if output:
             try:

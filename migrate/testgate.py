@@ -660,6 +660,21 @@ def _where(unit) -> str:
     return f"{f.path}:{f.line}:{f.column} {rules}{more}"
 
 
+def load_report(path: Path) -> dict:
+    """A --test-report JSON file, or ValueError naming the file and what is wrong."""
+    import json
+
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"--test-report {path}: cannot read: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"--test-report {path}: not JSON ({exc})") from None
+    if not isinstance(doc, dict) or doc.get("version") != 1 or "reverted" not in doc:
+        raise ValueError(f"--test-report {path}: not a `migrate apply --test` report")
+    return doc
+
+
 def render_text(report: GateReport) -> str:
     """The --test section of apply's text output."""
     lines = [f"Tested with `{report.command}`:"]

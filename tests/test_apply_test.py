@@ -264,6 +264,20 @@ def test_reverts_exactly_the_two_breaking_units(tmp_path):
     assert "reverted mylib/mode.py:5:8 MIG110: it broke" in proc.stdout
     assert "1 test already failing before any fix: ignored" in proc.stdout
     assert list((tmp_path / "scratch").glob("migrate-test-*")) == []  # no copy left behind
+    # The HTML plan shows what the tests reverted.
+    html = tmp_path / "plan.html"
+    subprocess.run(
+        [sys.executable, "-m", "migrate", "report", ".", "--format", "html"]
+        + ["--test-report", str(report_path), "-o", str(html)],
+        cwd=root,
+        env=environment(tmp_path),
+        check=True,
+        capture_output=True,
+    )
+    page = html.read_text()
+    assert "<h2>Tested with <code>python -m pytest -q -p no:cacheprovider</code></h2>" in page
+    assert "<code>tests/test_mode.py::test_describe</code>" in page
+    assert "3 fixes kept, 2 units reverted" in page
     # The user's suite is back at its baseline: only the known bug fails.
     suite = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rf"],
@@ -462,6 +476,23 @@ def test_a_command_failing_before_any_fix_is_an_error(tmp_path):
     assert proc.returncode == 2
     assert "already fails on the untouched tree (exit code 4)" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_report_refuses_a_file_that_is_not_a_test_report(tmp_path):
+    root = make_sample(tmp_path / "repo")
+    (tmp_path / "bad.json").write_text('{"version": 1}')
+    proc = subprocess.run(
+        [sys.executable, "-m", "migrate", "report", ".", "--format", "html"]
+        + ["--test-report", str(tmp_path / "bad.json")],
+        cwd=root,
+        env=environment(tmp_path),
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr == (
+        f"error: --test-report {tmp_path / 'bad.json'}: not a `migrate apply --test` report\n"
+    )
 
 
 def test_test_select_imports_needs_pytest(tmp_path):
