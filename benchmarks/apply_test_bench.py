@@ -1,6 +1,6 @@
 """What `migrate apply --test` costs: suite runs and wall time against one suite run.
 
-    python benchmarks/apply_test_bench.py [--modules 24]
+    python benchmarks/apply_test_bench.py [--modules 24] [--real-torch]
 
 Builds a library-shaped sample (MODULES modules, each with its own test file and five fix
 units: a scripted function, `torch.jit.annotate`, `@torch.jit.unused`, `is_scripting`, and a
@@ -10,8 +10,10 @@ branch and another's saved artifact are checked by its tests. It then runs
 file per trial and with `--test-select imports`, and prints the runs made, the estimate for
 one culprit, the wall time, and that time over one plain suite run.
 
-The sample brings its own minimal `torch` package (as tests/test_apply_test.py does): a run
-of its suite costs pytest's start-up, not torch's import, so the ratio is the point.
+By default the sample brings its own minimal `torch` package (as tests/test_apply_test.py
+does): a run of its suite costs pytest's start-up, not torch's import. With --real-torch it
+uses torch itself and `migrate apply lib` (its tests keep their TorchScript calls, as a
+project's tests of the old behaviour would).
 """
 
 from __future__ import annotations
@@ -101,13 +103,86 @@ def test_export(tmp_path):
 """
 
 
-def build(root: Path, modules: int) -> None:
-    files = dict(FAKE_TORCH)
+# --real-torch: the same library against torch itself. The two fixes that break a test do
+# so for the reasons their rules' fix safety gives: a scripted function's `is_scripting()`
+# branch is no longer taken, and `torch.jit.load` cannot read what `torch.export.save` wrote.
+REAL_MODULE = """
+import os
+from typing import List
+
+import torch
+
+
+class Net{i}(torch.nn.Module):
+    @torch.jit.unused
+    def describe(self) -> str:
+        return "net{i}"
+
+    def forward(self, x):
+        return x * {i} + 1
+
+
+def mode_{i}() -> str:
+    if torch.jit.is_scripting():
+        return "scripted"
+    return "eager"
+
+
+def collect_{i}(n: int) -> List[int]:
+    out = torch.jit.annotate(List[int], [])
+    for k in range(n):
+        out.append(k + {i})
+    return out
+
+
+def export_{i}(out_dir: str) -> str:
+    traced = torch.jit.trace(Net{i}(), torch.ones(2))
+    path = os.path.join(out_dir, "model{i}.pt")
+    torch.jit.save(traced, path)
+    return path
+"""
+
+REAL_TEST = """
+import torch
+
+from lib.m{i:02d} import Net{i}, collect_{i}, export_{i}, mode_{i}
+
+
+def test_collect():
+    assert collect_{i}(2) == [{i}, {i} + 1]
+
+
+def test_eager():
+    assert mode_{i}() == "eager"
+    assert Net{i}().describe() == "net{i}"
+{extra}
+"""
+
+REAL_MODE_TEST = """
+
+def test_scripted_mode():
+    assert torch.jit.script(mode_{i})() == "scripted"
+"""
+
+REAL_SAVE_TEST = """
+
+def test_export(tmp_path):
+    loaded = torch.jit.load(export_{i}(str(tmp_path)))
+    assert loaded(torch.ones(2)).tolist() == [{i} + 1.0, {i} + 1.0]
+"""
+
+
+def build(root: Path, modules: int, real_torch: bool = False) -> None:
+    files = {} if real_torch else dict(FAKE_TORCH)
+    module, test = (REAL_MODULE, REAL_TEST) if real_torch else (MODULE, TEST)
+    mode_test, save_test = (
+        (REAL_MODE_TEST, REAL_SAVE_TEST) if real_torch else (MODE_TEST, SAVE_TEST)
+    )
     files["lib/__init__.py"] = ""
     for i in range(modules):
-        files[f"lib/m{i:02d}.py"] = MODULE.format(i=i)
-        extra = MODE_TEST if i == modules // 3 else SAVE_TEST if i == 2 * modules // 3 else ""
-        files[f"tests/test_m{i:02d}.py"] = TEST.format(i=i, extra=extra.format(i=i))
+        files[f"lib/m{i:02d}.py"] = module.format(i=i)
+        extra = mode_test if i == modules // 3 else save_test if i == 2 * modules // 3 else ""
+        files[f"tests/test_m{i:02d}.py"] = test.format(i=i, extra=extra.format(i=i))
     write_tree(root, files)
 
 
@@ -123,25 +198,32 @@ def environment(scratch: Path) -> dict[str, str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--modules", type=int, default=24)
+    parser.add_argument(
+        "--real-torch", action="store_true", help="The sample uses torch itself (slower runs)."
+    )
     args = parser.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="apply-test-bench-"))
     try:
         sample = scratch / "sample"
-        build(sample, args.modules)
+        build(sample, args.modules, args.real_torch)
         env = environment(scratch)
-        start = time.perf_counter()
-        subprocess.run(PYTEST, shell=True, cwd=sample, env=env, capture_output=True)
-        one_run = time.perf_counter() - start
-        print(f"sample: {args.modules} modules; one plain suite run: {one_run:.2f} s")
+        for _ in range(2):  # the second run is timed: file caches warm, as in the gate's runs
+            start = time.perf_counter()
+            subprocess.run(PYTEST, shell=True, cwd=sample, env=env, capture_output=True)
+            one_run = time.perf_counter() - start
+        kind = "torch" if args.real_torch else "a stand-in torch"
+        print(f"sample: {args.modules} modules, {kind}; one plain suite run: {one_run:.2f} s")
         print(
             f"{'mode':<10} {'units':>5} {'reverted':>8} {'runs':>4} {'est.':>4} "
             f"{'wall s':>7} {'x one run':>9}"
         )
+        reverted: set[str] = set()
         for select in ("all", "imports"):
             repo = scratch / f"repo-{select}"
             shutil.copytree(sample, repo)
             report = scratch / f"{select}.json"
-            command = [sys.executable, "-m", "migrate", "apply", ".", "--unsafe-fixes"]
+            target = "lib" if args.real_torch else "."
+            command = [sys.executable, "-m", "migrate", "apply", target, "--unsafe-fixes"]
             command += ["--test", PYTEST, "--test-select", select, "--test-report", str(report)]
             start = time.perf_counter()
             subprocess.run(command, cwd=repo, env=env, capture_output=True)
@@ -152,6 +234,13 @@ def main() -> None:
                 f"{select:<10} {units:>5} {len(data['reverted']):>8} {data['suite_runs']:>4} "
                 f"{data['estimated_runs']:>4} {wall:>7.1f} {wall / one_run:>9.1f}"
             )
+            reverted.update(
+                "+".join(f"{f['path']}:{f['line']} {f['rule']}" for f in r["fixes"])
+                + " broke "
+                + ", ".join(b["test"] for b in r["broke"])
+                for r in data["reverted"]
+            )
+        print("reverted:", *sorted(reverted), sep="\n  ")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
