@@ -390,6 +390,8 @@ class GateReport:
     seconds: float = 0.0
     command: str = ""
     estimate: int = 0
+    # The suite never came back to its baseline: nothing is kept.
+    unsettled: bool = False
 
     @property
     def suite_seconds(self) -> float:
@@ -417,6 +419,7 @@ class GateReport:
             ],
             "flaky": [{"test": t, "why": why} for t, why in sorted(self.flaky.items())],
             "baseline_failing": self.baseline_failing,
+            "unsettled": self.unsettled,
             "runs": [r.to_dict() for r in self.runs],
             "suite_runs": len(self.runs),
             "estimated_runs": self.estimate,
@@ -580,10 +583,12 @@ class Gate:
     def _broken(self, run: SuiteRun) -> dict[str, str]:
         """Tests that passed at baseline and do not now (flaky ones aside)."""
         if run.timed_out:
-            return {"(timeout)": f"the run timed out after {self.settings.timeout:g} s"}
+            run.broken = {"(timeout)": f"the run timed out after {self.settings.timeout:g} s"}
+            return run.broken
         if run.results is None:
             last = _last_line(run.output_tail)
-            return {"(no report)": f"exit code {run.exit_code}, no JUnit report: {last}"}
+            run.broken = {"(no report)": f"exit code {run.exit_code}, no JUnit report: {last}"}
+            return run.broken
         broken = {
             tid: r.message
             for tid, r in run.results.items()
@@ -601,7 +606,7 @@ class Gate:
         report.estimate = self._expected = estimate_runs(n, self.settings.retries)
         self.progress(
             f"{n} fix unit{'s' * (n != 1)} to test: about {report.estimate} suite runs if one "
-            f"breaks a test, {math.ceil(math.log2(max(n, 1))) + 3} more for each other one"
+            f"breaks a test, {math.ceil(math.log2(max(n, 1))) + 2} more for each other one"
         )
         self._passing, self._failing = self._baseline(report)
         report.baseline_failing = sorted(self._failing)
@@ -629,6 +634,10 @@ class Gate:
             if confirmed:
                 kept.remove(culprit)
                 report.reverted.append(Reverted(culprit, confirmed))
+        else:
+            # Never back at the baseline (tests that keep flipping): keep nothing, say so.
+            report.unsettled = True
+            kept = []
         report.kept = kept
 
     def _bisect(
@@ -688,6 +697,8 @@ def render_text(report: GateReport) -> str:
         lines.append(f"  {n} test{'s' * (n != 1)} already failing before any fix: ignored")
     for test, why in sorted(report.flaky.items()):
         lines.append(f"  flaky, ignored: {test} ({why})")
+    if report.unsettled:
+        lines.append("  the suite never came back to its baseline: no fix kept")
     suite = report.suite_seconds
     ratio = f", {report.seconds / suite:.1f}x one suite run ({suite:.1f} s)" if suite else ""
     lines.append(
