@@ -353,7 +353,8 @@ def test_flaky_in_the_baseline_never_reverts(tmp_path):
         root,
         tmp_path,
         "--test",
-        PYTEST,
+        # Compound: pytest gets its report options through PYTEST_ADDOPTS all the same.
+        f"{PYTEST} && echo done",
         "--test-retries",
         "1",
         "--test-report",
@@ -450,6 +451,43 @@ def running(pid: int) -> bool:
     except OSError:
         return False
     return "\nState:\tZ" not in status
+
+
+def test_another_tool_writing_junit(tmp_path):
+    junit_writer = {
+        "check.py": """
+            import os
+
+            from mylib.mode import describe
+
+            ok = describe() == "eager"
+            failure = "" if ok else '<failure message="describe() changed"/>'
+            with open(os.environ["MIGRATE_TEST_JUNIT"], "w") as f:
+                f.write(
+                    '<testsuite><testcase classname="checks" name="mode">'
+                    + failure
+                    + '</testcase><testcase classname="checks" name="other"/></testsuite>'
+                )
+            """,
+    }
+    root = make_sample(tmp_path / "repo", junit_writer)
+    report_path = tmp_path / "report.json"
+    proc = migrate(
+        root,
+        tmp_path,
+        "--dry-run",
+        "--unsafe-fixes",
+        "--test",
+        "python check.py",
+        "--test-format",
+        "junit",
+        "--test-report",
+        str(report_path),
+    )
+    report = json.loads(report_path.read_text())
+    assert [r["broke"] for r in report["reverted"]] == [
+        [{"test": "checks::mode", "failure": "describe() changed"}]
+    ], proc.stderr
 
 
 def test_baseline_timeout_is_an_error(tmp_path):
