@@ -677,12 +677,35 @@ class Scanner:
         from migrate.fixer import WITH_UNSAFE
         from migrate.fixplan import plan_fixes
 
+        self._facts = None
+        self._last_findings = out.findings
         out.findings = plan_fixes(out.findings, WITH_UNSAFE, self.codes, self.facts()).findings
         return out
 
     def facts(self) -> object | None:
-        """Repository facts for the fix planner (migrate.analysis), built on demand."""
-        return None
+        """Repository facts for the fix planner (migrate.analysis), built once, and only when
+        a finding's fix depends on other files. Every Python file of the scan takes part as
+        text (a loader's path constant or an importer of a capture can live in a file that
+        never mentions jit); trees are parsed only for the files the facts look into."""
+        if getattr(self, "_facts", None) is not None:
+            return self._facts
+        from migrate.analysis import SourceFile, build_facts
+        from migrate.fixplan import needs_facts
+
+        findings = getattr(self, "_last_findings", [])
+        if not needs_facts(findings):
+            return None
+        sources = []
+        for job in self.jobs.values():
+            if not job.python:
+                continue
+            try:
+                text = decode_source(Path(job.path).read_bytes())
+            except (OSError, UnicodeDecodeError, SyntaxError, LookupError):
+                continue
+            sources.append(SourceFile(job.display, job.module, text))
+        self._facts = build_facts(sources)
+        return self._facts
 
     def _open_cache(self, paths: Iterable[str | Path]) -> ResultCache | None:
         if not self.options.cache:
@@ -709,6 +732,10 @@ class Scanner:
                 merged.setdefault(key, set()).update(values)
         if not merged:
             return {}
+        for job in jobs:  # files the prefilter skipped: their `remember` words, by module
+            r = results.get(job.display)
+            if job.python and r is not None and r.remembered and not r.parsed:
+                merged.setdefault(f"remembered:{job.module}", set()).update(r.remembered)
         facts = {k: frozenset(v) for k, v in merged.items()}
         todo = []
         for job in jobs:

@@ -21,6 +21,17 @@ FindingKey = tuple[str, str]  # (path, RULE@line:column)
 
 # Rules whose fix makes a traced capture go away (MIG118 asks whether any stays).
 TRACE_RULES = ("MIG102", "MIG103")
+CAPTURE_RULES = ("MIG101", "MIG102", "MIG103")
+PRODUCER_RULES = ("MIG201", "MIG204")
+CONSUMER_RULES = ("MIG202", "MIG205")
+# Decorators whose removal is right only once nothing scripts their class.
+SCRIPT_ONLY_DECORATORS = ("MIG104", "MIG105", "MIG106", "MIG109")
+
+
+def needs_facts(findings: Iterable[Finding]) -> bool:
+    """Whether any fix here depends on other files (else the planner needs no facts)."""
+    cross_file = {*CAPTURE_RULES, *PRODUCER_RULES, *CONSUMER_RULES, *SCRIPT_ONLY_DECORATORS}
+    return any(f.autofix is not None and f.rule in cross_file for f in findings)
 
 
 def finding_key(f: Finding) -> FindingKey:
@@ -59,9 +70,11 @@ def written_keys(findings: Iterable[Finding], allowed: Collection[Applicability]
 
 
 def demote(f: Finding, reason: str) -> Finding:
-    """An auto finding the run will not write: assisted, with the reason in its message."""
+    """An auto finding the run will not write: assisted, its message the rule's head (what is
+    wrong) and why the rewrite is held, instead of what the rewrite would have done."""
+    head = f.message.split("; ", 1)[0]
     return dataclasses.replace(
-        f, fix=FixKind.ASSISTED, autofix=None, message=f"{f.message}; not rewritten: {reason}"
+        f, fix=FixKind.ASSISTED, autofix=None, message=f"{head}; not rewritten: {reason}"
     )
 
 
@@ -146,4 +159,207 @@ def tracer_filters_stay_while_traces_do(ctx: Context) -> dict[FindingKey, str]:
     return holds
 
 
-PLANNING_RULES: list[PlanningRule] = [tracer_filters_stay_while_traces_do]
+def _at(ctx: Context, rules: tuple[str, ...], display: str, line: int, column: int):
+    return [
+        f
+        for f in ctx.findings
+        if f.rule in rules and f.path == display and f.line == line and f.column == column
+    ]
+
+
+def _where(span) -> str:
+    return f"{span.display}:{span.line}"
+
+
+def _stays(ctx: Context, findings: list[Finding]) -> bool:
+    """No finding at a site, or one whose fix this run does not write: it stays TorchScript."""
+    return not findings or not any(finding_key(f) in ctx.written for f in findings)
+
+
+def loaders_move_with_their_writers(ctx: Context) -> dict[FindingKey, str]:
+    """A loader reads the new format only when every writer of its file writes it, in the
+    same run; a writer changes format only when every reader of its file follows."""
+    facts = ctx.facts
+    if facts is None:
+        return {}
+    holds: dict[FindingKey, str] = {}
+    for f in ctx.findings:
+        # A load the facts cannot place (called through an alias from another module...).
+        if f.rule in CONSUMER_RULES and f.autofix is not None:
+            if facts.site_at(f.path, f.line, f.column) is None:  # type: ignore[attr-defined]
+                holds[finding_key(f)] = (
+                    "the tool cannot follow which file this load reads, nor what writes it"
+                )
+    for site in facts.sites:  # type: ignore[attr-defined]
+        rules = CONSUMER_RULES if site.role == "consumer" else PRODUCER_RULES
+        mine = [f for f in _at(ctx, rules, *site.span.start) if f.autofix is not None]
+        if not mine or not any(finding_key(f) in ctx.written for f in mine):
+            continue
+        reason = None
+        if site.role == "consumer":
+            producers = facts.producers_of(site)  # type: ignore[attr-defined]
+            if site.key is None:
+                reason = (
+                    "it reads a path chosen at run time; the tool cannot see what writes it. "
+                    "Once that file is converted (`migrate convert`), load the `.pt2`/`.pte`"
+                )
+            elif not producers:
+                reason = (
+                    f"nothing in the repository writes `{site.key}`: convert that archive with "
+                    "`migrate convert` first, then load the file it writes"
+                )
+            else:
+                staying = [
+                    p for p in producers if _stays(ctx, _at(ctx, PRODUCER_RULES, *p.span.start))
+                ]
+                if staying:
+                    reason = (
+                        f"`{site.key}` is written by {_where(staying[0].span)}, which stays "
+                        "TorchScript in this run"
+                    )
+        else:
+            consumers = facts.consumers_of(site)  # type: ignore[attr-defined]
+            staying = [c for c in consumers if _stays(ctx, _at(ctx, CONSUMER_RULES, *c.span.start))]
+            if staying:
+                reason = (
+                    f"`{site.key}` is read by {_where(staying[0].span)}, which stays TorchScript "
+                    "in this run"
+                )
+        if reason is None and site.key is not None:
+            reason = _renamed_apart(facts, site)
+        if reason is not None:
+            for f in mine:
+                holds[finding_key(f)] = reason
+    return holds
+
+
+def _renamed_apart(facts, site) -> str | None:
+    """Writers and readers of one file must rename it alike: all at a literal in the call,
+    or all through one shared constant (which the rewrite leaves as it is)."""
+    linked = [site, *facts.producers_of(site), *facts.consumers_of(site)]
+    inline = {
+        s.path_def is not None and s.path is not None and _inside(s.path_def, s.path)
+        for s in linked
+    }
+    if len(inline) > 1:
+        return (
+            f"`{site.key}` is named at the call in some places and through a constant in "
+            "others: the rename to the new extension would split them; name it one way"
+        )
+    return None
+
+
+def _inside(inner, outer) -> bool:
+    return (
+        inner.display == outer.display
+        and (inner.line, inner.column)
+        >= (
+            outer.line,
+            outer.column,
+        )
+        and (inner.end_line, inner.end_column) <= (outer.end_line, outer.end_column)
+    )
+
+
+def captures_move_with_every_use(ctx: Context) -> dict[FindingKey, str]:
+    """A capture whose value is used outside the scope the rewrite edits (imported by another
+    module, read in another function) would hand those uses an ExportedProgram."""
+    facts = ctx.facts
+    if facts is None:
+        return {}
+    holds: dict[FindingKey, str] = {}
+    for f in ctx.findings:
+        if f.rule not in CAPTURE_RULES or f.autofix is None:
+            continue
+        uses = facts.external_uses(f.path, f.line, f.column)  # type: ignore[attr-defined]
+        if not uses:
+            continue
+        special = [u for u in uses if u.torchscript_only]
+        use = special[0] if special else uses[0]
+        if special:
+            why = f"`.{use.attribute}` only exists on a TorchScript module"
+        elif use.kind == "import" or use.module and use.span.display != f.path:
+            why = "another module imports it and would get an ExportedProgram"
+        else:
+            why = "it is read outside the scope the rewrite follows"
+        holds[finding_key(f)] = f"its result is used at {_where(use.span)}: {why}"
+    return holds
+
+
+def captures_wait_for_their_forward(ctx: Context) -> dict[FindingKey, str]:
+    """export runs forward as Python: a forward that branches on tensor values (a MIG131
+    finding that stays) or calls an @torch.jit.ignore/unused method cannot be exported."""
+    facts = ctx.facts
+    if facts is None:
+        return {}
+    holds: dict[FindingKey, str] = {}
+    for f in ctx.findings:
+        if f.rule not in CAPTURE_RULES or f.autofix is None:
+            continue
+        captured = facts.class_of_capture(f.path, f.line, f.column)  # type: ignore[attr-defined]
+        if captured is None:
+            continue
+        if captured.blockers:
+            b = captured.blockers[0]
+            holds[finding_key(f)] = (
+                f"`{captured.class_name}.forward` reaches `{b.method}` ({b.display}:{b.line}), "
+                f"marked `@{b.decorator}`: export would run its Python"
+            )
+            continue
+        spans = [m.span for m in captured.methods] or (
+            [captured.forward] if captured.forward else []
+        )
+        for branch in ctx.findings:
+            if branch.rule != "MIG131" or finding_key(branch) in ctx.written:
+                continue
+            if any(_covers(span, branch) for span in spans):
+                holds[finding_key(f)] = (
+                    f"`{captured.class_name}` branches on tensor values at "
+                    f"{branch.path}:{branch.line} (MIG131), which stays"
+                )
+                break
+    return holds
+
+
+def _covers(span, f: Finding) -> bool:
+    return span.display == f.path and span.line <= f.line <= span.end_line
+
+
+def script_decorators_stay_while_scripted(ctx: Context) -> dict[FindingKey, str]:
+    """`@torch.jit.ignore`, `@torch.jit.export`... tell the scripting compiler what to skip:
+    removing them while a `torch.jit.script` of their class stays breaks that script."""
+    facts = ctx.facts
+    if facts is None:
+        return {}
+    holds: dict[FindingKey, str] = {}
+    decorated = [f for f in ctx.findings if f.rule in SCRIPT_ONLY_DECORATORS and f.autofix]
+    if not decorated:
+        return holds
+    for capture in facts.captures:  # type: ignore[attr-defined]
+        if capture.api != "torch.jit.script":
+            continue
+        start = capture.call.start
+        if not _stays(ctx, _at(ctx, ("MIG101",), *start)):
+            continue
+        captured = facts.class_of_capture(*start)  # type: ignore[attr-defined]
+        if captured is None:
+            continue
+        for f in decorated:
+            if (
+                f.path == captured.display
+                and captured.span is not None
+                and _covers(captured.span, f)
+            ):
+                holds[finding_key(f)] = (
+                    f"`{captured.class_name}` is still scripted at {_where(capture.call)}"
+                )
+    return holds
+
+
+PLANNING_RULES: list[PlanningRule] = [
+    tracer_filters_stay_while_traces_do,
+    loaders_move_with_their_writers,
+    captures_move_with_every_use,
+    captures_wait_for_their_forward,
+    script_decorators_stay_while_scripted,
+]

@@ -46,11 +46,11 @@ def test_demo_runs_every_step_on_a_copy(tmp_path):
     assert "Found 9 findings in 5 files" in out
     # The dry run shows the diff, then apply writes it.
     assert "-        if torch.jit.is_scripting():" in out
-    assert "+        if torch.compiler.is_compiling():" in out
+    assert "-            return self.fc(x)" in out  # the branch is_scripting() guarded is dead
     assert re.search(r"^Fixed \d+ findings in \d+ files\.$", out, re.M)
     assert "(skipping `migrate verify`: no model factory" in out
     migrated = (work / "sample" / "pkg" / "model.py").read_text()
-    assert "torch.compiler.is_compiling()" in migrated
+    assert "is_scripting" not in migrated and "return self.fc(x).relu()" in migrated
     assert (work / "sample-plan.html").read_text().startswith("<!DOCTYPE html>")
     # The original is untouched.
     assert {p: p.read_bytes() for p in PLAN_REPO.rglob("*") if p.is_file()} == before

@@ -54,7 +54,7 @@ def test_plan_numbers(plan, repo):
     changes = {Path(c.path).relative_to(repo).as_posix(): c for c in plan.changes}
     assert {k: (c.findings, c.added, c.removed, c.rules) for k, c in changes.items()} == {
         "docker/Dockerfile": (1, 1, 1, ["MIG304"]),
-        "pkg/model.py": (2, 1, 2, ["MIG104", "MIG110"]),
+        "pkg/model.py": (2, 0, 3, ["MIG104", "MIG110"]),
         "pkg/ops/fused.py": (2, 2, 2, ["MIG111"]),
         "requirements.txt": (1, 1, 1, ["MIG301"]),
     }
@@ -115,7 +115,7 @@ def test_report_command_markdown_and_html(repo, tmp_path):
     proc = subprocess.run(args, cwd=repo.parent, capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("# Migration plan: plan\n")
-    assert "| plan/pkg/model.py | 2 | 1 | 2 | MIG104, MIG110 |" in proc.stdout
+    assert "| plan/pkg/model.py | 2 | 0 | 3 | MIG104, MIG110 |" in proc.stdout
     out = tmp_path / "plan.html"
     proc = subprocess.run(
         [*args, "--format", "html", "-o", str(out)],

@@ -15,6 +15,7 @@ import ast
 import re
 from dataclasses import dataclass, field
 
+from migrate.checks._edits import replace_with_arg
 from migrate.checks._flow import (
     available_at,
     bound_name,
@@ -112,6 +113,7 @@ class Fix:
     # more than the rule's default (None: the rule's).
     example: tuple[str, str | None] | None = None
     applicability: str | None = None
+    eager: bool = False  # the capture became the module itself (its result is only called)
 
     @property
     def auto(self) -> bool:
@@ -333,6 +335,28 @@ def _capture_fix(ctx: PythonContext, call: ast.Call) -> Fix:
         return fix.fail(f"`{qual}` is not a capture")
     if export is None:
         return fix
+    module = _captured_module(ctx, call, qual)
+    calls = [parent(ctx, u) for u in uses]
+    only_called = bool(uses) and all(
+        isinstance(c, ast.Call) and c.func is u for c, u in zip(calls, uses, strict=True)
+    )
+    called = [
+        c for c, u in zip(calls, uses, strict=True) if isinstance(c, ast.Call) and c.func is u
+    ]
+    reason = _differing_call(ctx, call, qual, called)
+    consequence = "export would not run these calls as they are"
+    if reason is None:
+        reason = _export_limit(ctx, module, scope)
+        consequence = "export specializes on the example's data there, or fails"
+    if reason is not None:
+        if not only_called or module is None:
+            return fix.fail(f"{reason}; {consequence}")
+        # Eager calls behave as the TorchScript ones did, whatever their arguments.
+        fix.eager = True
+        fix.imports.clear()
+        fix.notes = [reason]
+        fix.edits = [replace_with_arg(ctx, call, module)]
+        return fix
     absorbed = False
     for use in uses:
         replaced = program_use(ctx, use, call, export, scope, fix)
@@ -528,6 +552,180 @@ def _script_export(ctx, call, scope, uses, fix) -> str | None:
         kwargs += "}"
     fix.note(f"example inputs taken from the call on line {first_call.lineno}")
     return _export_call(ctx, fix, scope, module, args, kwargs)
+
+
+# --------------------------------------------------------------------------- call sites
+
+_SHAPED_FACTORIES = frozenset(
+    f"torch.{n}" for n in "randn rand zeros ones empty full randint".split()
+)
+
+
+def _captured_module(ctx: PythonContext, call: ast.Call, qual: str | None) -> ast.expr | None:
+    params = TRACE_MODULE_PARAMS if qual == "torch.jit.trace_module" else TRACE_PARAMS
+    if qual == "torch.jit.script":
+        return call.args[0] if call.args else None
+    bound = bind_args(call, params)
+    return bound.get(params[0]) if bound else None
+
+
+def _example(ctx: PythonContext, call: ast.Call, qual: str | None) -> _Signature | None:
+    """The positional and keyword arguments the capture saw, where the source shows them."""
+    if qual == "torch.jit.trace":
+        bound = bind_args(call, TRACE_PARAMS) or {}
+        inputs, kwargs = bound.get("example_inputs"), bound.get("example_kwarg_inputs")
+    elif qual == "torch.jit.trace_module":
+        bound = bind_args(call, TRACE_MODULE_PARAMS) or {}
+        forward = bound.get("inputs")
+        inputs = forward.values[0] if isinstance(forward, ast.Dict) and forward.values else None
+        kwargs = None
+    else:
+        return None  # script: the first call is the example
+    keywords: frozenset[str] = frozenset()
+    if isinstance(kwargs, ast.Dict):
+        if not all(isinstance(k, ast.Constant) for k in kwargs.keys):
+            return None
+        keywords = frozenset(k.value for k in kwargs.keys)  # type: ignore[union-attr]
+    elif kwargs is not None:
+        return None
+    if inputs is None:
+        return _Signature([], keywords)
+    if isinstance(inputs, ast.Name):
+        unseen = _Signature([], keywords, spread=inputs.id)
+    else:
+        unseen = None
+    origin = value_origin(ctx, inputs) if isinstance(inputs, ast.Name) else inputs
+    if isinstance(origin, (ast.Tuple, ast.List)):
+        return _Signature(list(origin.elts), keywords, spread=getattr(inputs, "id", None))
+    if is_tensor_expr(ctx, inputs):
+        return _Signature([inputs], keywords)
+    return unseen
+
+
+@dataclass
+class _Signature:
+    args: list[ast.expr]
+    keywords: frozenset[str]
+    values: dict[str, ast.expr] = field(default_factory=dict)
+    spread: str | None = None  # the name holding the example tuple: `m(*inputs)` matches it
+
+    @classmethod
+    def of(cls, call: ast.Call) -> _Signature | None:
+        if any(isinstance(a, ast.Starred) for a in call.args) or any(
+            k.arg is None for k in call.keywords
+        ):
+            return None
+        values = {k.arg: k.value for k in call.keywords if k.arg}
+        return cls(list(call.args), frozenset(values), values)
+
+
+def _differing_call(
+    ctx: PythonContext, capture: ast.Call, qual: str | None, calls: list[ast.Call]
+) -> str | None:
+    """Why a later call of the captured name would not match the exported signature."""
+    example = _example(ctx, capture, qual)
+    if qual == "torch.jit.script" and calls:
+        example, calls = _Signature.of(calls[0]), calls[1:]
+    if example is None:
+        return None
+    for other in calls:
+        star = other.args[0] if len(other.args) == 1 else None
+        if (
+            isinstance(star, ast.Starred)
+            and isinstance(star.value, ast.Name)
+            and star.value.id == example.spread
+            and not other.keywords
+            and not example.keywords
+        ):
+            continue  # `traced(*inputs)` with the very tuple it was traced with
+        if example.spread is not None and not example.args:
+            return None  # a tuple the source does not show: nothing to compare
+        seen = _Signature.of(other)
+        if seen is None:
+            return f"the call on line {other.lineno} passes * or ** arguments"
+        if len(seen.args) != len(example.args):
+            return (
+                f"the call on line {other.lineno} passes {len(seen.args)} positional "
+                f"argument(s), the example {len(example.args)}"
+            )
+        if seen.keywords != example.keywords:
+            names = ", ".join(sorted(seen.keywords ^ example.keywords))
+            return f"the call on line {other.lineno} differs in keywords ({names})"
+        for mine, theirs in zip(seen.args, example.args, strict=True):
+            a, b = _shape(ctx, mine), _shape(ctx, theirs)
+            if a is not None and b is not None and a != b:
+                return (
+                    f"the call on line {other.lineno} passes shape {a}, the example {b} "
+                    "(export specializes to the example's shapes)"
+                )
+    return None
+
+
+def _shape(ctx: PythonContext, expr: ast.expr) -> tuple[int, ...] | None:
+    """The literal shape of a tensor made by `torch.randn(2, 3)` and the like."""
+    origin = value_origin(ctx, expr) if isinstance(expr, ast.Name) else expr
+    if not isinstance(origin, ast.Call) or ctx.qualname(origin.func) not in _SHAPED_FACTORIES:
+        return None
+    sizes = origin.args
+    if ctx.qualname(origin.func) == "torch.randint":
+        sizes = [a for a in origin.args if isinstance(a, ast.Tuple)][:1]
+    elif ctx.qualname(origin.func) == "torch.full":
+        sizes = origin.args[:1]
+    if len(sizes) == 1 and isinstance(sizes[0], (ast.Tuple, ast.List)):
+        sizes = sizes[0].elts
+    if not sizes or not all(isinstance(s, ast.Constant) and type(s.value) is int for s in sizes):
+        return None
+    return tuple(s.value for s in sizes)  # type: ignore[union-attr]
+
+
+_DATA_READS = ("item", "tolist")
+
+
+def _export_limit(ctx: PythonContext, module: ast.expr | None, scope: Scope) -> str | None:
+    """A read of tensor data into Python in the captured class's forward (same file), which
+    export cannot trace without specializing or failing."""
+    forward = _forward_of(ctx, module, scope)
+    if forward is None:
+        return None
+    for node in ast.walk(forward):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in _DATA_READS and not node.args:
+            return (
+                f"`{func.attr}()` in `forward` (line {node.lineno}) reads tensor data into Python"
+            )
+        if (
+            isinstance(func, ast.Name)
+            and func.id in ("int", "float", "bool")
+            and len(node.args) == 1
+            and isinstance(node.args[0], ast.Call)
+        ):
+            return (
+                f"`{func.id}(...)` in `forward` (line {node.lineno}) reads tensor data into Python"
+            )
+    return None
+
+
+def _forward_of(ctx: PythonContext, module: ast.expr | None, scope: Scope, depth: int = 0):
+    if module is None or depth > 4:
+        return None
+    if isinstance(module, ast.Name):
+        origin = value_origin(ctx, module)
+        if origin is not None:
+            return _forward_of(ctx, origin, scope, depth + 1)
+        return None
+    if isinstance(module, ast.Call):
+        func = module.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call):
+            return _forward_of(ctx, func.value, scope, depth + 1)  # `Net().eval()`
+        if isinstance(func, ast.Name):
+            cls = ctx.table.definition(func.id, scope)
+            if isinstance(cls, ast.ClassDef):
+                for stmt in cls.body:
+                    if isinstance(stmt, ast.FunctionDef) and stmt.name == "forward":
+                        return stmt
+    return None
 
 
 # --------------------------------------------------------------------------- uses

@@ -3,12 +3,35 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable, Mapping
 
-from migrate.checks._edits import parenthesize_if_needed, remove_decorator, replace
+from migrate.checks._edits import drop_statement, remove_decorator, replace_with_arg
 from migrate.checks._export_rewrite import capture_fix, result_uses
-from migrate.checks._flow import parent
+from migrate.checks._flow import parent, reaching_value, scope_names
 from migrate.checks.base import PythonCheck, PythonContext, Reference
 from migrate.findings import FixKind
+from migrate.pyscope import Scope
+
+ASKED = "MIG101.imported_targets"  # qualnames scripted by a file, defined elsewhere
+DEFINED = "MIG101.top_level_defs"  # module.name of every top-level def and class
+# Method calls only a module instance answers: `model.eval()` says `model` is a module.
+_MODULE_METHODS = frozenset(
+    {
+        "eval",
+        "train",
+        "parameters",
+        "named_parameters",
+        "buffers",
+        "state_dict",
+        "load_state_dict",
+        "modules",
+        "named_modules",
+        "children",
+        "register_buffer",
+        "requires_grad_",
+        "zero_grad",
+    }
+)
 
 # Uses that need a TorchScript archive: a plain function has none to give.
 _ARCHIVE_METHODS = ("save", "_save_for_lite_interpreter", "_save_to_buffer_for_lite_interpreter")
@@ -17,6 +40,28 @@ _ARCHIVE_CALLS = ("torch.jit.save", "torch.utils.mobile_optimizer.optimize_for_m
 
 class JitScriptToExport(PythonCheck):
     code = "MIG101"
+    # Repository pass: names a file scripts but imports from another module of the
+    # repository are functions or classes when that module defines them at top level. Files
+    # the prefilter skipped tell their top-level def and class names through `remember`.
+    remember = r"(?m:^(?:async[ \t]+def|def|class)[ \t]+(\w+))"
+
+    def rerun(
+        self,
+        repo: Mapping[str, frozenset[str]],
+        facts: Mapping[str, set[str]] | None,
+        remembered: set[str],
+    ) -> bool:
+        asked = facts.get(ASKED, set()) if facts else set()
+        return any(_defined_in_repo(repo, qual) is not None for qual in asked)
+
+    def on_end(self, ctx: PythonContext) -> None:
+        module = ctx.table.module
+        if not module:
+            return
+        defined = ctx.facts.setdefault(DEFINED, set())
+        for stmt in ctx.tree.body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                defined.add(f"{module}.{stmt.name}")
 
     def on_reference(self, ref: Reference, ctx: PythonContext) -> None:
         if ref.role in ("decorator", "decorator_call"):
@@ -58,28 +103,50 @@ class JitScriptToExport(PythonCheck):
                     target=kind,
                 )
                 return
+            holder = parent(ctx, call)
+            if (
+                isinstance(holder, ast.Assign)
+                and isinstance(arg, ast.Name)
+                and [ctx.source(t) for t in holder.targets] == [arg.id]
+            ):
+                ctx.report(
+                    self.rule,
+                    call,
+                    f"`{arg.id} = torch.jit.script({arg.id})` on a {kind}: export traces plain "
+                    "Python, remove the statement",
+                    symbol=ref.qualname,
+                    edits=[drop_statement(ctx, holder)],
+                    applicability="safe",
+                    target=kind,
+                )
+                return
             ctx.report(
                 self.rule,
                 call,
                 f"`torch.jit.script` on a {kind}: export traces plain Python, use it directly",
                 symbol=ref.qualname,
-                edits=[replace(ctx, call, parenthesize_if_needed(ctx, arg, ctx.source(arg)))],
+                edits=[replace_with_arg(ctx, call, arg)],
                 applicability="safe",
                 target=kind,
+            )
+            return
+        if kind == "unknown":
+            ctx.report(
+                self.rule,
+                call,
+                f"`torch.jit.script` on `{_short(ctx.source(arg))}`: cannot tell a function "
+                "(use it directly) from a module instance (export it); decide and rewrite by hand",
+                symbol=ref.qualname,
+                fix=FixKind.ASSISTED,
+                target="unknown",
             )
             return
         self.report_module(ref, ctx, call, arg)
 
     def target_kind(self, arg: ast.expr, ref: Reference, ctx: PythonContext) -> str:
-        if isinstance(arg, ast.Lambda):
-            return "function"
-        if isinstance(arg, ast.Name) and ref.scope is not None:
-            definition = ctx.table.definition(arg.id, ref.scope)
-            if isinstance(definition, ast.ClassDef):
-                return "class"
-            if isinstance(definition, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                return "function"
-        return "module"
+        """function | class | module | unknown: what the scripted object is, from what the
+        file (and the repository pass) can know; never a guess."""
+        return _Targets(ctx, self.rule.extra.get("function_packages", ())).kind(arg)
 
     @staticmethod
     def archive_use(ctx: PythonContext, call: ast.Call, ref: Reference) -> int | None:
@@ -113,6 +180,18 @@ class JitScriptToExport(PythonCheck):
                 target="module",
             )
             return
+        if fix.eager:
+            ctx.report(
+                self.rule,
+                call,
+                "`torch.jit.script` on a module instance whose result is only called: it becomes "
+                f"the eager module: {fix.notes[0]}",
+                symbol=ref.qualname,
+                edits=fix.edits,
+                applicability="safe",
+                target="module",
+            )
+            return
         ctx.report(
             self.rule,
             call,
@@ -125,3 +204,100 @@ class JitScriptToExport(PythonCheck):
             applicability=fix.applicability,
             target="module",
         )
+
+
+class _Targets:
+    """Classifies the object passed to `torch.jit.script`."""
+
+    def __init__(self, ctx: PythonContext, function_packages: Iterable[str]) -> None:
+        self.ctx = ctx
+        self.function_packages = frozenset(function_packages)
+
+    def kind(self, expr: ast.expr, depth: int = 0) -> str:
+        ctx = self.ctx
+        if depth > 4:
+            return "unknown"
+        if isinstance(expr, ast.Lambda):
+            return "function"
+        if isinstance(expr, ast.Call):
+            if ctx.qualname(expr.func) == "functools.partial":
+                return "function"
+            return "module"  # an instance built in place: `Net()`, `build().eval()`
+        scope = ctx.table.scope_for(expr)
+        if isinstance(expr, ast.Name):
+            definition = ctx.table.definition(expr.id, scope)
+            if isinstance(definition, ast.ClassDef):
+                return "class"
+            if isinstance(definition, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                return "function"
+            qual = ctx.table.binding(expr.id, scope)
+            if qual:
+                return self.imported(qual)
+            value = reaching_value(ctx, expr)
+            if value is not None:
+                return self.kind(value, depth + 1)
+            return self.from_uses(expr.id, scope)
+        if isinstance(expr, ast.Attribute):
+            qual = ctx.qualname(expr)
+            if qual:
+                return self.imported(qual)
+            if self.kind(expr.value, depth + 1) == "module":
+                return "module"  # a submodule: `model.backbone`
+        return "unknown"
+
+    def imported(self, qual: str) -> str:
+        """A name bound by an import (or a module-level alias of one)."""
+        module, _, name = qual.rpartition(".")
+        defined = _defined_in_repo(self.ctx.repo_facts, qual)
+        if defined is not None:
+            return defined
+        if qual.split(".")[0] in self.function_packages and name:
+            return "class" if name[0].isupper() else "function"
+        if module:
+            self.ctx.facts.setdefault(ASKED, set()).add(qual)
+        return "unknown"
+
+    def from_uses(self, name: str, scope: Scope) -> str:
+        """A parameter or a name bound in a way the flow analysis cannot follow."""
+        ctx = self.ctx
+        for arg in _parameters(scope.node):
+            if arg.arg == name and arg.annotation is not None:
+                annotation = ctx.qualname(arg.annotation) or ""
+                if (
+                    annotation.startswith("torch.nn.")
+                    and annotation.rsplit(".", 1)[-1][:1].isupper()
+                ):
+                    return "module"
+                if "Callable" in ctx.source(arg.annotation):
+                    return "function"
+        for node in scope_names(ctx, scope):
+            holder = parent(ctx, node)
+            if (
+                node.id == name
+                and isinstance(holder, ast.Attribute)
+                and holder.attr in _MODULE_METHODS
+            ):
+                return "module"
+        return "unknown"
+
+
+def _parameters(node: ast.AST) -> list[ast.arg]:
+    args = getattr(node, "args", None)
+    if not isinstance(args, ast.arguments):
+        return []
+    return [*args.posonlyargs, *args.args, *args.kwonlyargs]
+
+
+def _defined_in_repo(repo: Mapping[str, frozenset[str]], qual: str) -> str | None:
+    """function or class when a module of the repository defines `qual` at top level."""
+    module, _, name = qual.rpartition(".")
+    if not name:
+        return None
+    if qual in repo.get(DEFINED, ()) or name in repo.get(f"remembered:{module}", ()):
+        return "class" if name[0].isupper() else "function"
+    return None
+
+
+def _short(text: str, limit: int = 40) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -32,6 +32,16 @@ class JitTraceToExport(PythonCheck):
                 fix=FixKind.ASSISTED,
             )
             return
+        if fix.eager:
+            ctx.report(
+                self.rule,
+                ref.call,
+                f"`{self.verb}` {self.why}; the result is only called, so it becomes the eager "
+                f"module: {fix.notes[0]}",
+                symbol=ref.qualname,
+                edits=fix.edits,
+            )
+            return
         ctx.report(
             self.rule,
             ref.call,

@@ -1,32 +1,165 @@
-"""MIG110: torch.jit.is_scripting() / is_tracing() -> torch.compiler.is_compiling()."""
+"""MIG110: torch.jit.is_scripting() / is_tracing() -> False once nothing scripts / traces."""
 
 from __future__ import annotations
 
-from migrate.checks._edits import replace
+import ast
+from collections.abc import Mapping
+
+from migrate.checks._fold import fold
 from migrate.checks.base import PythonCheck, PythonContext, Reference
 from migrate.findings import FixKind
 
+# Repository facts: where code is still scripted, traced, or exported to ONNX by the
+# TorchScript-based exporter; and which files ask is_scripting/is_tracing.
+SCRIPTS, TRACES, ONNX, ASKS = "MIG110.scripts", "MIG110.traces", "MIG110.onnx", "MIG110.asks"
+# What keeps each question meaningful after the migration.
+BLOCKERS = {"is_scripting": (SCRIPTS,), "is_tracing": (TRACES, ONNX)}
+_GONE = {
+    "is_scripting": "nothing in the repository scripts code",
+    "is_tracing": "nothing traces or exports with the TorchScript-based ONNX exporter",
+}
 
-class IsScriptingToIsCompiling(PythonCheck):
+
+class IsScriptingToFalse(PythonCheck):
     code = "MIG110"
+    prefilter = (r"onnx",)  # files that export to ONNX often never say `jit`
+
+    def rerun(
+        self,
+        repo: Mapping[str, frozenset[str]],
+        facts: Mapping[str, set[str]] | None,
+        remembered: set[str],
+    ) -> bool:
+        if not facts:
+            return False
+        # Phase 1 already judged with the file's own blockers; only others' can change it.
+        for name in facts.get(ASKS, set()):
+            keys = BLOCKERS.get(name, ())
+            if not any(facts.get(k) for k in keys) and any(repo.get(k) for k in keys):
+                return True
+        return False
 
     def on_reference(self, ref: Reference, ctx: PythonContext) -> None:
         name = ref.qualname.rsplit(".", 1)[-1]
-        if ref.role == "call" and ref.call is not None and not ref.call.args:
-            spelled, imports = ctx.spell("torch.compiler.is_compiling", ref.scope)
-            ctx.report(
-                self.rule,
-                ref.call,
-                f"`{name}()` is never true under torch.export; use `torch.compiler.is_compiling()`",
-                symbol=ref.qualname,
-                edits=[replace(ctx, ref.call, f"{spelled}()")],
-                imports=imports,
-            )
-        else:
+        if ref.role != "call" or ref.call is None or ref.call.args or ref.call.keywords:
             ctx.report(
                 self.rule,
                 ref.call or ref.node,
-                f"`{name}` referenced without a call; replace it with `torch.compiler.is_compiling`",
+                f"`{name}` referenced without a call; it is always False after the migration",
                 symbol=ref.qualname,
                 fix=FixKind.MANUAL,
             )
+            return
+        ctx.facts.setdefault(ASKS, set()).add(name)
+        blocker = self.blocker(name, ctx)
+        if blocker is not None:
+            ctx.report(
+                self.rule,
+                ref.call,
+                f"`{name}()` still answers: {blocker}; it becomes False once that is migrated",
+                symbol=ref.qualname,
+                fix=FixKind.ASSISTED,
+            )
+            return
+        known = ctx.memo("MIG110.known", lambda: self.known_calls(ctx))
+        ctx.report(
+            self.rule,
+            ref.call,
+            f"`{name}()` is always False once {_GONE[name]}: replaced by False and the "
+            "condition simplified",
+            symbol=ref.qualname,
+            edits=[fold(ctx, ref.call, lambda node: False if id(node) in known else None)],
+        )
+
+    def blocker(self, name: str, ctx: PythonContext) -> str | None:
+        here = ctx.memo("MIG110.facts", lambda: _file_facts(ctx))
+        found = {
+            key: sorted(set(ctx.repo_facts.get(key, ())) | here.get(key, set()))
+            for key in BLOCKERS[name]
+        }
+        if found.get(SCRIPTS):
+            return f"the repository still scripts code ({found[SCRIPTS][0]})"
+        if found.get(ONNX):
+            return (
+                f"the TorchScript-based ONNX exporter traces this code ({found[ONNX][0]}: "
+                "`torch.onnx.export` without `dynamo=True`)"
+            )
+        if found.get(TRACES):
+            return f"the repository still traces code ({found[TRACES][0]})"
+        return None
+
+    def known_calls(self, ctx: PythonContext) -> set[int]:
+        """ids of every is_scripting()/is_tracing() call of the file that becomes False."""
+        out = set()
+        for node in ast.walk(ctx.tree):
+            if isinstance(node, ast.Call) and not node.args and not node.keywords:
+                qual = ctx.qualname(node.func) or ""
+                name = qual.rsplit(".", 1)[-1]
+                if qual in self.rule.symbols and self.blocker(name, ctx) is None:
+                    out.add(id(node))
+        return out
+
+    def on_end(self, ctx: PythonContext) -> None:
+        for key, places in ctx.memo("MIG110.facts", lambda: _file_facts(ctx)).items():
+            ctx.facts.setdefault(key, set()).update(places)
+
+
+_SCRIPTING = frozenset(
+    {
+        "torch.jit.script",
+        "torch.jit.script_method",
+        "torch.jit.ScriptModule",
+        "torch.jit.CompilationUnit",
+    }
+)
+_TRACING = frozenset({"torch.jit.trace", "torch.jit.trace_module"})
+
+
+def _file_facts(ctx: PythonContext) -> dict[str, set[str]]:
+    """Where this file scripts, traces or uses the TorchScript-based ONNX exporter."""
+    facts: dict[str, set[str]] = {}
+    text = ctx.text
+    if "script" not in text and "trace" not in text and "onnx" not in text:
+        return facts
+    decorators: set[int] = set()  # ast.walk reaches a def before its decorators
+    for node in ast.walk(ctx.tree):
+        targets: list[tuple[ast.expr, ast.AST]] = []
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            decorators.update(id(d) for d in node.decorator_list)
+            targets.extend((d, d) for d in node.decorator_list if not isinstance(d, ast.Call))
+            targets.extend((b, b) for b in getattr(node, "bases", ()))
+        elif isinstance(node, ast.Call) and id(node) not in decorators:
+            targets.append((node.func, node))
+        for target, owner in targets:
+            last = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+            if last not in _LAST_NAMES:
+                continue
+            qual = ctx.qualname(target)
+            if owner is target:  # a decorator or a base class
+                key = SCRIPTS if qual in _KEPT_DECORATORS else None
+            elif qual in _SCRIPTING:
+                key = SCRIPTS
+            elif qual in _TRACING:
+                key = TRACES
+            elif qual == "torch.onnx.export" and not _dynamo(owner):
+                key = ONNX
+            else:
+                key = None
+            if key is None:
+                continue
+            facts.setdefault(key, set()).add(f"{ctx.path}:{target.lineno}")
+    return facts
+
+
+def _dynamo(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and any(
+        k.arg == "dynamo" and isinstance(k.value, ast.Constant) and k.value.value is True
+        for k in node.keywords
+    )
+
+
+# Decorators and bases that keep scripting. `@torch.jit.script` and
+# `@torch.jit.script_if_tracing` are not among them: MIG101 and MIG107 always remove them in
+# the same apply.
+_KEPT_DECORATORS = frozenset({"torch.jit.script_method", "torch.jit.ScriptModule"})
+_LAST_NAMES = frozenset(q.rsplit(".", 1)[1] for q in (*_SCRIPTING, *_TRACING, "torch.onnx.export"))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from migrate.checks._edits import call_arg, parenthesize_if_needed, replace
+from migrate.checks._edits import call_arg, replace_with_arg
 from migrate.checks.base import PythonCheck, PythonContext, Reference
 from migrate.findings import FixKind
 
@@ -21,11 +21,10 @@ class JitAnnotate(PythonCheck):
                 fix=FixKind.MANUAL,
             )
             return
-        text = parenthesize_if_needed(ctx, value, ctx.source(value))
         ctx.report(
             self.rule,
             ref.call,
             "`torch.jit.annotate(T, v)` only typed TorchScript containers; keep just the value",
             symbol=ref.qualname,
-            edits=[replace(ctx, ref.call, text)],
+            edits=[replace_with_arg(ctx, ref.call, value)],
         )

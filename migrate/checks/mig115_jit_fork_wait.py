@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from migrate.checks._edits import parenthesize_if_needed, replace
+from migrate.checks._edits import parenthesize_if_needed, replace, replace_with_arg
 from migrate.checks.base import PythonCheck, PythonContext, Reference
 from migrate.findings import FixKind
 
@@ -31,7 +31,7 @@ class JitForkWait(PythonCheck):
                 call,
                 "`torch.jit.wait` on a direct call's result is the value itself",
                 symbol=ref.qualname,
-                edits=[replace(ctx, call, parenthesize_if_needed(ctx, value, ctx.source(value)))],
+                edits=[replace_with_arg(ctx, call, value)],
             )
         else:
             ctx.report(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from migrate.checks._edits import call_arg, parenthesize_if_needed, replace
+from migrate.checks._edits import call_arg, replace_with_arg
 from migrate.checks.base import PythonCheck, PythonContext, Reference
 from migrate.findings import FixKind
 
@@ -28,5 +28,5 @@ class JitFreezeOptimize(PythonCheck):
             f"`torch.jit.{name}` is a TorchScript graph pass; export and ExecuTorch lowering "
             "fold constants themselves",
             symbol=ref.qualname,
-            edits=[replace(ctx, ref.call, parenthesize_if_needed(ctx, module, ctx.source(module)))],
+            edits=[replace_with_arg(ctx, ref.call, module)],
         )

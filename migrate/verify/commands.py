@@ -29,6 +29,16 @@ _BRANCHES_HELP = (
     "eager module (a trace that froze a branch)."
 )
 
+_TRUST_HELP = (
+    "Load the archive without auditing its code first (it may then read or write files "
+    "while it is loaded and run)."
+)
+_MAX_BYTES_HELP = (
+    "Refuse sample inputs larger than this many bytes in all (default: a quarter of "
+    "physical memory)."
+)
+_METHOD_HELP = "Convert only this method of the archive (forward or an @torch.jit.export one)."
+
 #: Built-in defaults of the settings [tool.migrate.verify] may change.
 DEFAULTS: dict[str, object] = {
     "device": "auto",
@@ -77,6 +87,15 @@ def _settings(
             settings[key] = config.verify[key]
             used.append(key)
     return settings, (str(config.path) if config.path else None), used
+
+
+def _warn_trust(trust: bool, target: str) -> None:
+    if trust:
+        typer.echo(
+            f"warning: --trust-archive: {target} is loaded without audit; its code runs with "
+            "your permissions",
+            err=True,
+        )
 
 
 def _console():
@@ -162,12 +181,22 @@ def verify(
     isolated: Annotated[
         bool, typer.Option("--isolated", help="Ignore pyproject.toml configuration.")
     ] = False,
+    trust_archive: Annotated[bool, typer.Option("--trust-archive", help=_TRUST_HELP)] = False,
+    max_input_bytes: Annotated[
+        int | None, typer.Option("--max-input-bytes", help=_MAX_BYTES_HELP, show_default=False)
+    ] = None,
+    method: Annotated[
+        str | None, typer.Option("--method", help=_METHOD_HELP.replace("Convert", "Check"))
+    ] = None,
     debug: Annotated[bool, typer.Option("--debug", help=_DEBUG_HELP)] = False,
 ) -> None:
     """Check that a converted or migrated model gives the TorchScript numbers (exit 0 pass, 1
     mismatch, 2 error)."""
     if fmt not in ("text", "json"):
         raise _fail(VerifyError("usage", f"--format must be text or json, not {fmt!r}"))
+    for name, value in (("--rtol", rtol), ("--atol", atol), ("--samples", samples)):
+        if value is not None and not value >= 0:
+            raise _fail(VerifyError("usage", f"{name} must be >= 0, not {value}"))
     settings, config_path, from_config = _settings(
         target,
         {"device": device, "samples": samples, "seed": seed, "rtol": rtol, "atol": atol},
@@ -199,7 +228,11 @@ def verify(
         branches=branches,
         config_path=config_path,
         from_config=from_config,
+        trust_archive=trust_archive,
+        max_input_bytes=max_input_bytes,
+        method=method,
     )
+    _warn_trust(trust_archive, target)
     try:
         report = run_verify(cfg)
     except VerifyError as exc:
@@ -228,13 +261,21 @@ def convert(
         str, typer.Option("--backend", help="ExecuTorch backend: xnnpack or portable (none).")
     ] = "xnnpack",
     dynamic_dim: Annotated[list[str] | None, typer.Option("--dynamic-dim", help=_DYN_HELP)] = None,
+    method: Annotated[str | None, typer.Option("--method", help=_METHOD_HELP)] = None,
+    trust_archive: Annotated[bool, typer.Option("--trust-archive", help=_TRUST_HELP)] = False,
+    max_input_bytes: Annotated[
+        int | None, typer.Option("--max-input-bytes", help=_MAX_BYTES_HELP, show_default=False)
+    ] = None,
     debug: Annotated[bool, typer.Option("--debug", help=_DEBUG_HELP)] = False,
 ) -> None:
     """Convert a TorchScript archive to OUT/<name>.pt2 (torch.export) and OUT/<name>.pte
-    (ExecuTorch)."""
+    (ExecuTorch), checked against the archive on a few samples (exit 1 when they differ)."""
+    if out.exists() and not out.is_dir():
+        raise _fail(VerifyError("usage", f"-o {out}: exists and is not a directory"))
     _require_extra()
     from migrate.verify.pipeline import run_convert
 
+    _warn_trust(trust_archive, model)
     try:
         res = run_convert(
             model,
@@ -244,13 +285,16 @@ def convert(
             backend=backend,
             dynamic_dims=list(dynamic_dim or []),
             debug=debug,
+            method=method,
+            trust=trust_archive,
+            max_input_bytes=max_input_bytes,
         )
     except VerifyError as exc:
         if debug:
             raise
         raise _fail(exc) from None
-    typer.echo(f"wrote {res.pt2}  (export path: {res.convert_path})")
-    if res.pte is not None:
-        typer.echo(f"wrote {res.pte}  (backend: {res.backend}, lowering path: {res.lower_path})")
-    for note in res.notes:
-        typer.echo(f"note: {note}")
+    for line in res.lines():
+        typer.echo(line)
+    if res.mismatch:
+        typer.echo(f"mismatch: {res.mismatch}", err=True)
+        raise typer.Exit(1)

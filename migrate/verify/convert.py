@@ -105,10 +105,27 @@ def _partitioners(backend: str) -> list[Any]:
 
 
 def _lower_once(ep: Any, backend: str) -> bytes:
+    """One program, or a ``{method: program}`` dict lowered into one multi-method ``.pte``."""
     from executorch.exir import to_edge_transform_and_lower
 
     manager = to_edge_transform_and_lower(ep, partitioner=_partitioners(backend))
     return bytes(manager.to_executorch().buffer)
+
+
+def lower_methods(programs: dict[str, Any], backend: str, debug: bool = False) -> bytes:
+    """Several exported programs -> one ``.pte`` with a method per program."""
+    with quiet(debug) as log:
+        try:
+            return _lower_once({k: copy.deepcopy(v) for k, v in programs.items()}, backend)
+        except ImportError as exc:
+            raise VerifyError("lower", f"cannot import executorch: {describe(exc)}") from exc
+        except Exception as exc:
+            native = log.last_line()
+            raise VerifyError(
+                "lower",
+                f"to_edge_transform_and_lower ({backend}) of methods {', '.join(programs)} "
+                f"failed: {describe(exc)}" + (f" [{native}]" if native else ""),
+            ) from exc
 
 
 def lower(
@@ -169,6 +186,6 @@ def save_pt2(ep: Any, path: Path) -> Path:
     return path
 
 
-def save_pte(lowered: Lowered, path: Path) -> Path:
-    path.write_bytes(lowered.buffer)
+def save_pte(lowered: Lowered | bytes, path: Path) -> Path:
+    path.write_bytes(lowered if isinstance(lowered, bytes) else lowered.buffer)
     return path

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import io
 import logging
 import os
+import re
 import sys
 import tempfile
 import warnings
@@ -15,6 +17,7 @@ STAGES = (
     "usage",
     "config",
     "load",
+    "audit",
     "inputs",
     "branches",
     "convert",
@@ -49,7 +52,21 @@ def one_line(text: object, limit: int = 300) -> str:
     return first
 
 
+_TS_PREAMBLE = "The following operation failed in the TorchScript interpreter"
+
+
 def describe(exc: BaseException) -> str:
+    text = str(exc)
+    if text.lstrip().startswith(_TS_PREAMBLE):
+        # The TorchScript interpreter puts a traceback of the archive's code first; the
+        # cause is its last "SomeError: ..." line.
+        causes = [
+            ln.strip()
+            for ln in text.splitlines()
+            if re.match(r"\s*[A-Za-z_.]*(Error|Exception): ", ln)
+        ]
+        if causes:
+            return one_line(causes[-1])
     msg = one_line(exc)
     return f"{type(exc).__name__}: {msg}" if msg else type(exc).__name__
 
@@ -80,6 +97,18 @@ def quiet(debug: bool = False) -> Iterator[NativeLog]:
     if debug:
         yield log
         return
+    # Python-level writes too (torch prints failing graphs to sys.stderr, which is not fd 2
+    # when the caller replaced it).
+    py_err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(py_err), _quiet_fd(log):
+            yield log
+    finally:
+        log.text = py_err.getvalue() + log.text
+
+
+@contextlib.contextmanager
+def _quiet_fd(log: NativeLog) -> Iterator[None]:
     loggers = [logging.getLogger(n) for n in ("torch", "executorch", "torchao", "root")]
     levels = [lg.level for lg in loggers]
     for lg in loggers:

@@ -8,6 +8,8 @@ branch) can be chained onto it without touching the comparison code.
 
 from __future__ import annotations
 
+import math
+import os
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -45,6 +47,9 @@ _SHAPE_RE = re.compile(
     r"(?::(?P<dtype>[a-z0-9]+))?"
     r"(?::(?P<low>-?\d+(?:\.\d+)?)\.\.(?P<high>-?\d+(?:\.\d+)?))?$"
 )
+#: Largest dimension torch takes (a signed 64-bit size); larger ones overflow in C++.
+MAX_DIM = 2**63 - 1
+
 _SCALAR_RE = re.compile(r"^(?P<kind>int|float|bool)=(?P<value>.+)$")
 _DYN_RE = re.compile(r"^(?P<input>\d+):(?P<dim>\d+):(?P<min>\d+):(?P<max>\d+)$")
 
@@ -111,6 +116,11 @@ def parse_shape_spec(spec: str) -> TensorSpec | int | float | bool:
             "(e.g. 1x3x224x224:float32, 2x7:int64:0..20) or int=N / float=X / bool=true",
         )
     shape = () if m["shape"] == "scalar" else tuple(int(d) for d in m["shape"].split("x"))
+    for d in shape:
+        if d > MAX_DIM:
+            raise VerifyError(
+                "usage", f"malformed input spec {spec!r}: dimension {d} overflows (max {MAX_DIM})"
+            )
     dtype_name = m["dtype"] or "float32"
     if dtype_name not in DTYPES:
         raise VerifyError(
@@ -204,16 +214,61 @@ def load_inputs_file(path: str | Path) -> tuple[Any, ...]:
     )
 
 
+def default_max_input_bytes() -> int:
+    """A quarter of physical memory (1 GiB when the platform does not say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 4
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
+        return 2**30
+
+
+def spec_bytes(spec: TensorSpec | int | float | bool) -> int:
+    if not isinstance(spec, TensorSpec):
+        return 0
+    return math.prod(spec.shape) * spec.dtype.itemsize
+
+
+def _human(n: int) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if n < 1024 or unit == "PiB":
+            return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return str(n)  # pragma: no cover
+
+
+def check_input_bytes(specs: Sequence[Any], copies: int, limit: int | None) -> None:
+    """Refuse sample inputs whose estimated size (all ``copies`` samples) exceeds ``limit``."""
+    limit = default_max_input_bytes() if limit is None else limit
+    one = sum(spec_bytes(s) for s in specs)
+    total = one * max(copies, 1)
+    if total > limit:
+        raise VerifyError(
+            "usage",
+            f"the sample inputs would take {_human(total)} ({copies} sample(s) of "
+            f"{_human(one)}), over the limit of {_human(limit)}; use smaller shapes, fewer "
+            "--samples or --max-input-bytes",
+        )
+
+
 def example_from_options(
-    inputs: str | None, shapes: Sequence[str], seed: int
+    inputs: str | None,
+    shapes: Sequence[str],
+    seed: int,
+    copies: int = 1,
+    max_bytes: int | None = None,
 ) -> tuple[Any, ...] | None:
-    """The example from ``--inputs`` or ``--input-shape`` (mutually exclusive), or None."""
+    """The example from ``--inputs`` or ``--input-shape`` (mutually exclusive), or None.
+
+    For shape specs the bytes of ``copies`` samples are estimated before anything
+    is allocated (:func:`check_input_bytes`).
+    """
     if inputs and shapes:
         raise VerifyError("usage", "give either --inputs or --input-shape, not both")
     if inputs:
         return load_inputs_file(inputs)
     if shapes:
         specs = [parse_shape_spec(s) for s in shapes]
+        check_input_bytes(specs, copies, max_bytes)
         gen = torch.Generator().manual_seed(seed)
         return tuple(materialize(s, gen) for s in specs)
     return None
@@ -299,6 +354,24 @@ def iter_samples(
                 random_like(example, gen, {(d.input, d.dim): size}),
                 {"kind": "dynamic", "input": d.input, "dim": d.dim, "size": size},
             )
+
+
+def scalar_variations(example: tuple[Any, ...], seed: int) -> Iterator[Sample]:
+    """For each Python scalar input (which export bakes into the program), the example with
+    that input changed: ``int`` +1, ``bool`` negated, ``float`` +0.5."""
+    for i, x in enumerate(example):
+        if isinstance(x, bool):
+            value: Any = not x
+        elif isinstance(x, int):
+            value = x + 1
+        elif isinstance(x, float):
+            value = x + 0.5
+        else:
+            continue
+        args = tuple(value if j == i else a for j, a in enumerate(example))
+        yield Sample(
+            f"input{i}={value!r}", args, {"kind": "specialisation", "input": i, "value": value}
+        )
 
 
 def describe_args(args: tuple[Any, ...]) -> str:

@@ -15,6 +15,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from migrate.verify.audit import ArchiveRefused, ArchiveUnreadable, audit_archive
 from migrate.verify.errors import VerifyError, describe
 
 
@@ -55,8 +56,8 @@ def _check_zip(path: Path, what: str, marker: str) -> list[str]:
     return names
 
 
-def load_archive(path: str | Path) -> Any:
-    """Load a ``torch.jit.save`` archive on the CPU."""
+def load_archive(path: str | Path, trust: bool = False) -> Any:
+    """Load a ``torch.jit.save`` archive on the CPU, after auditing its code unless ``trust``."""
     p = Path(path)
     names = _check_zip(p, "a TorchScript archive", "code/")
     if not any("/code/" in n or n.startswith("code/") for n in names):
@@ -68,6 +69,11 @@ def load_archive(path: str | Path) -> Any:
         if any("serialized_exported_program" in n or "models/" in n for n in names):
             hint = " (it looks like a torch.export .pt2 archive)"
         raise VerifyError("load", f"{p} is not a TorchScript archive{hint}")
+    if not trust:
+        try:
+            audit_archive(p)
+        except (ArchiveRefused, ArchiveUnreadable) as exc:
+            raise VerifyError("audit", str(exc)) from exc
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -104,6 +110,10 @@ def import_callable(spec: str) -> Any:
         sys.path.insert(0, cwd)
     try:
         mod = importlib.import_module(mod_name)
+    except SystemExit as exc:
+        raise VerifyError(
+            "load", f"importing {mod_name!r} called sys.exit({exc.code!r}); nothing was verified"
+        ) from exc
     except Exception as exc:
         raise VerifyError("load", f"cannot import {mod_name!r}: {describe(exc)}") from exc
     obj: Any = mod
@@ -140,6 +150,8 @@ def call_model_factory(spec: str) -> tuple[nn.Module, tuple[Any, ...] | None]:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 result = obj()
+        except SystemExit as exc:
+            raise VerifyError("load", f"{spec} called sys.exit({exc.code!r})") from exc
         except Exception as exc:
             raise VerifyError("load", f"{spec} raised {describe(exc)}") from exc
     else:
@@ -175,7 +187,10 @@ def torchscript_of(module: nn.Module, example: tuple[Any, ...], original: str) -
 
 
 def load_target(
-    spec: str, original: str | None = None, example: tuple[Any, ...] | None = None
+    spec: str,
+    original: str | None = None,
+    example: tuple[Any, ...] | None = None,
+    trust: bool = False,
 ) -> Target:
     if is_callable_spec(spec):
         module, ex = call_model_factory(spec)
@@ -191,19 +206,19 @@ def load_target(
     path = Path(spec)
     if original == "script":
         raise VerifyError("usage", "--original applies to package.module:callable targets only")
-    ref = load_archive(path)
+    ref = load_archive(path, trust)
     return Target("archive", spec, path.stem, ref, None, example)
 
 
-def check_signature(ref: Any, example: tuple[Any, ...]) -> None:
-    """Fail with stage ``inputs`` when the example does not fit ``forward``'s TorchScript schema."""
+def check_signature(ref: Any, example: tuple[Any, ...], method: str = "forward") -> None:
+    """Fail with stage ``inputs`` when the example does not fit the method's TorchScript schema."""
     try:
-        schema = ref.forward.schema
+        schema = getattr(ref, method).schema
     except Exception:  # pragma: no cover - exotic archives
         return
     params = [a for a in schema.arguments[1:] if not a.kwarg_only]
     required = [a for a in params if not a.has_default_value()]
-    sig = "forward(" + ", ".join(f"{a.name}: {a.type}" for a in params) + ")"
+    sig = f"{method}(" + ", ".join(f"{a.name}: {a.type}" for a in params) + ")"
     if not len(required) <= len(example) <= len(params):
         raise VerifyError(
             "inputs",

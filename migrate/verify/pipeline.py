@@ -13,7 +13,7 @@ import torch
 
 from migrate.verify import convert as conv
 from migrate.verify import inputs as inp
-from migrate.verify import load
+from migrate.verify import load, recover
 from migrate.verify import runners as rn
 from migrate.verify.branch_check import (
     BranchCheck,
@@ -49,6 +49,9 @@ class VerifyConfig:
     branches: bool = False  # --branches: cover both sides of data-dependent conditions
     config_path: str | None = None  # the pyproject.toml the defaults came from
     from_config: list[str] = field(default_factory=list)  # settings taken from it
+    trust_archive: bool = False  # --trust-archive: load without the audit
+    max_input_bytes: int | None = None  # None: a quarter of physical memory
+    method: str | None = None  # --method: check this method of the archive only
 
     def settings(self) -> dict[str, Any]:
         return {
@@ -117,6 +120,7 @@ class Report:
     elapsed_s: float = 0.0
     branches: BranchCheck | None = None
     settings: dict[str, Any] = field(default_factory=dict)
+    recovery: list[dict[str, Any]] = field(default_factory=list)  # per method, archives only
 
     @property
     def exit_code(self) -> int:
@@ -153,6 +157,7 @@ class Report:
             "notes": self.notes,
             "settings": self.settings,
             "branches": None if self.branches is None else self.branches.to_json(),
+            "recovery": self.recovery,
             "elapsed_s": round(self.elapsed_s, 3),
         }
 
@@ -244,6 +249,20 @@ def run_candidate(
         try:
             out = run(rn.to_device(sample.args, device))
         except Exception as exc:
+            if sample.meta.get("kind") == "specialisation":
+                # The archive accepts this input; the program was fixed to the example's.
+                cell.status = "fail"
+                cell.samples += 1
+                cell.max_abs = cell.max_rel = math.inf
+                cell.worst = {
+                    "sample": sample.name,
+                    "leaf": "output",
+                    "index": None,
+                    "max_abs": "inf",
+                    "max_rel": "inf",
+                    "note": f"rejects an input the archive accepts: {describe(exc)}",
+                }
+                continue
             cell.status = "error"
             cell.error = {
                 "stage": "run",
@@ -329,6 +348,257 @@ def _candidate_from_spec(spec: str, cfg: VerifyConfig, ep_for_pte: Any = None) -
     )
 
 
+def check_tolerances(rtol: float | None, atol: float | None) -> None:
+    for name, value in (("--rtol", rtol), ("--atol", atol)):
+        if value is not None and not (value >= 0 and math.isfinite(value)):
+            raise VerifyError("usage", f"{name} must be a finite number >= 0, not {value}")
+
+
+def archive_methods(ts: Any, example: tuple[Any, ...], method: str | None, notes: list[str]):
+    """The archive's methods to convert: ``--method``'s, else forward and the exported
+    methods the example fits (the others are named in a note)."""
+    entries = recover.entry_methods(ts)
+    if method is not None:
+        try:
+            known = list(ts._c._method_names())
+        except Exception:  # pragma: no cover - exotic archives
+            known = entries
+        if method not in known or method.startswith("__"):
+            raise VerifyError(
+                "usage", f"the archive has no method {method!r} (methods: {', '.join(entries)})"
+            )
+        return [method]
+    out = []
+    for m in entries:
+        if m == "forward":
+            out.append(m)
+            continue
+        try:
+            load.check_signature(ts, example, m)
+        except VerifyError:
+            notes.append(
+                f"method {m} not checked: it takes other inputs than forward "
+                f"(migrate convert --method {m} with its inputs)"
+            )
+            continue
+        out.append(m)
+    return out or entries[:1]
+
+
+def _matches(ep: Any, samples: list[inp.Sample], ref_outs: list[Any], tol: Tolerance) -> str | None:
+    """None when the program gives the archive's outputs on every sample, else why not."""
+    gm = ep.module()
+    for sample, ref in zip(samples, ref_outs, strict=True):
+        try:
+            with torch.no_grad():
+                out = gm(*sample.args)
+        except Exception as exc:
+            return f"fails on sample {sample.name}: {describe(exc)}"
+        leaves = compare_outputs(ref, out, tol, None)
+        bad = [leaf for leaf in leaves if not leaf.passed]
+        if bad:
+            return (
+                f"differs from the archive on sample {sample.name} ({bad[0].leaf}: max abs "
+                f"{bad[0].max_abs:.3g})"
+            )
+    return None
+
+
+def _specialisation_samples(
+    ts: Any,
+    methods: list[str],
+    example: tuple[Any, ...],
+    samples: list[inp.Sample],
+    ref_by_method: dict[str, list[Any]],
+    seed: int,
+    notes: list[str],
+) -> list[str]:
+    """Samples that change the Python scalars the program was specialised to, where the
+    archive accepts them; their reference outputs join ``ref_by_method``."""
+    added = []
+    for sample in inp.scalar_variations(example, seed):
+        try:
+            with quiet():
+                outs = {m: rn.script_runner(ts, "cpu", m)(sample.args) for m in methods}
+        except Exception as exc:
+            notes.append(f"sample {sample.name} not used: the archive rejects it ({describe(exc)})")
+            continue
+        samples.append(sample)
+        for m in methods:
+            ref_by_method[m].append(outs[m])
+        added.append(sample.name)
+    return added
+
+
+def _archive_candidates(
+    cfg: VerifyConfig,
+    target: load.Target,
+    methods: list[str],
+    example: tuple[Any, ...],
+    dynamic_shapes: Any,
+    samples: list[inp.Sample],
+    ref_by_method: dict[str, list[Any]],
+    tol: Tolerance,
+    out_dir: Path,
+    artifacts: dict[str, str],
+    candidates: list[rn.Candidate],
+    recovery: list[dict[str, Any]],
+    notes: list[str],
+    branch_check: BranchCheck | None,
+) -> Any:
+    """The recovery ladder per method, then the exported, .pt2 and .pte candidates.
+
+    Returns the forward program (the reference graph for divergence search).
+    """
+    ts = target.reference
+    recs = ladder(
+        ts, methods, example, samples, ref_by_method, tol, cfg.backend, dynamic_shapes, cfg.debug,
+        export_hint(branch_check),
+    )  # fmt: skip
+    if any(r.vary_scalars for r in recs.values()):
+        added = _specialisation_samples(
+            ts, methods, example, samples, ref_by_method, cfg.seed, notes
+        )
+        if added:
+            notes.append(
+                "samples that change the inputs the program was specialised to: " + ", ".join(added)
+            )
+    recovery.extend(r.to_json() for r in recs.values())
+    buffer, lower_error = lowered_buffer(recs, cfg.backend, cfg.debug)
+    pte_path = out_dir / f"{target.name}.pte"
+    if buffer is not None:
+        conv.save_pte(buffer, pte_path)
+        artifacts["pte"] = str(pte_path)
+    for m, rec in recs.items():
+        suffix = "" if m == "forward" else f":{m}"
+        stem = target.name if m == "forward" else f"{target.name}.{m}"
+        ep = rec.ep
+        notes_m = [f"{m}: specialised: {what}" for what in rec.specialised]
+        candidates.append(
+            rn.Candidate(
+                f"exported{suffix}",
+                "exported_program",
+                f"recovery: {rec.path}" + (f" ({rec.detail})" if rec.detail else ""),
+                make=lambda d, e=ep: rn.ep_runner(e, d),
+                ep=ep,
+                ep_source="reference",
+                method=m,
+                notes=notes_m,
+            )
+        )
+        pt2_path = out_dir / f"{stem}.pt2"
+        with quiet(cfg.debug):
+            conv.save_pt2(ep, pt2_path)
+            try:
+                ep2 = torch.export.load(str(pt2_path))
+            except Exception as exc:
+                raise VerifyError(
+                    "export", f"torch.export.load of {pt2_path} failed: {describe(exc)}"
+                ) from exc
+        artifacts["pt2" + suffix] = str(pt2_path)
+        candidates.append(
+            rn.Candidate(
+                f"pt2{suffix}",
+                "pt2",
+                f"torch.export.save/load {pt2_path.name}",
+                make=lambda d, e=ep2: rn.ep_runner(e, d),
+                ep=ep2,
+                method=m,
+            )
+        )
+        if buffer is None:
+            assert lower_error is not None
+            candidates.append(
+                rn.Candidate(
+                    f"pte{suffix}",
+                    "pte",
+                    cfg.backend,
+                    backend=cfg.backend,
+                    cpu_only=True,
+                    error=lower_error,
+                    method=m,
+                )
+            )
+            continue
+        pte = rn.Candidate(
+            f"pte{suffix}",
+            "pte",
+            f"{cfg.backend}, path: {rec.lower_path}, recovery: {rec.path}",
+            backend=cfg.backend,
+            cpu_only=True,
+            make=lambda d, mm=m: rn.pte_runner(pte_path, cfg.debug, mm),
+            ep=ep,
+            ep_source="lowered-from",
+            method=m,
+        )
+        if rec.path != recover.CONVERTER or rec.lower_path != "direct":
+            pte.notes.append(
+                f"recovered via {rec.path}"
+                + (f" ({rec.lower_path})" if rec.lower_path != "direct" else "")
+                + " after: "
+                + "; ".join(f"{p}: {r}" for p, r in rec.attempts)
+            )
+        candidates.append(pte)
+    return recs[methods[0]].ep
+
+
+def ladder(
+    ts: Any,
+    methods: list[str],
+    example: tuple[Any, ...],
+    samples: list[inp.Sample],
+    ref_by_method: dict[str, list[Any]],
+    tol: Tolerance,
+    backend: str,
+    dynamic_shapes: Any,
+    debug: bool,
+    hint: str = "",
+) -> dict[str, recover.Recovery]:
+    """:func:`recover.run_ladder` for each method, checked on ``samples``."""
+    lower_once = (
+        recover.lower_once_for(backend, methods[0]) if len(methods) == 1 else recover.edge_once
+    )
+    recs = {}
+    base = list(samples)
+    for m in methods:
+        refs = list(ref_by_method[m])
+        try:
+            recs[m] = recover.run_ladder(
+                ts,
+                m,
+                methods,
+                example,
+                lambda ep, r=refs: _matches(ep, base, r, tol),
+                lower_once,
+                dynamic_shapes,
+                debug,
+            )
+        except VerifyError as exc:
+            if hint and not debug:
+                raise VerifyError(exc.stage, hint + exc.message) from exc
+            raise
+        if len(methods) > 1:
+            recs[m].lower_s = None  # only checked with to_edge; lowered together later
+    return recs
+
+
+def lowered_buffer(
+    recs: dict[str, recover.Recovery], backend: str, debug: bool
+) -> tuple[bytes | None, VerifyError | None]:
+    """The .pte bytes: the one method's lowering, or all methods lowered together."""
+    errors = [r.lower_error for r in recs.values() if r.lower_error is not None]
+    if errors:
+        return None, errors[0]
+    if len(recs) == 1:
+        return next(iter(recs.values())).buffer, None
+    try:
+        return conv.lower_methods({m: r.program for m, r in recs.items()}, backend, debug), None
+    except VerifyError as exc:
+        if debug:
+            raise
+        return None, exc
+
+
 def run_verify(cfg: VerifyConfig) -> Report:
     t_start = time.perf_counter()
     if cfg.samples < 0:
@@ -337,17 +607,26 @@ def run_verify(cfg: VerifyConfig) -> Report:
         raise VerifyError("usage", f"--original must be trace or script, not {cfg.original!r}")
     if cfg.backend not in conv.BACKENDS:
         raise VerifyError("usage", f"unknown backend {cfg.backend!r} (xnnpack, portable)")
+    check_tolerances(cfg.rtol, cfg.atol)
     dyn = inp.parse_dynamic_dims(cfg.dynamic_dims)
-    example = inp.example_from_options(cfg.inputs, cfg.input_shapes, cfg.seed)
+    example = inp.example_from_options(
+        cfg.inputs, cfg.input_shapes, cfg.seed, 1 + cfg.samples + 3 * len(dyn), cfg.max_input_bytes
+    )
     devices = rn.resolve_devices(cfg.device)
     with quiet(cfg.debug):
-        target = load.load_target(cfg.target, cfg.original, example)
+        target = load.load_target(cfg.target, cfg.original, example, cfg.trust_archive)
     example = target.example if target.example is not None else example
     if example is None:
         raise VerifyError(
             "usage", f"{cfg.target} needs example inputs: pass --inputs FILE or --input-shape SPEC"
         )
-    load.check_signature(target.reference, example)
+    notes: list[str] = []
+    methods = ["forward"]
+    if target.kind == "archive":
+        methods = archive_methods(target.reference, example, cfg.method, notes)
+    elif cfg.method not in (None, "forward"):
+        raise VerifyError("usage", "--method applies to TorchScript archives only")
+    load.check_signature(target.reference, example, methods[0])
     dynamic_shapes = inp.dynamic_shapes_for(example, dyn)
     samples = list(inp.iter_samples(example, cfg.samples, cfg.seed, dyn))
     branch_check: BranchCheck | None = None
@@ -380,12 +659,15 @@ def run_verify(cfg: VerifyConfig) -> Report:
         out_dir = Path(tmp.name)
     out_dir.mkdir(parents=True, exist_ok=True)
     artifacts: dict[str, str] = {}
-    notes: list[str] = []
     errors: list[dict[str, str]] = []
 
     # Reference on the CPU first: bad inputs are reported before any conversion.
-    ref_cpu = rn.script_runner(target.reference, "cpu")
-    ref_outs_cpu = _reference_outputs(ref_cpu, samples, "cpu")
+    ref_cpu = rn.script_runner(target.reference, "cpu", methods[0])
+    ref_by_method = {
+        m: _reference_outputs(rn.script_runner(target.reference, "cpu", m), samples, "cpu")
+        for m in methods
+    }
+    ref_outs_cpu = ref_by_method[methods[0]]
     drift = _nondeterminism(ref_cpu, samples[0].args, ref_outs_cpu[0])
     if drift > 0:
         msg = (
@@ -412,7 +694,14 @@ def run_verify(cfg: VerifyConfig) -> Report:
     if use_defaults is None:
         use_defaults = not cfg.candidates
     ref_graph: Any = None  # the reference's own exported graph, for divergence search
-    if use_defaults:
+    tol = Tolerance(cfg.rtol, cfg.atol)
+    recovery: list[dict[str, Any]] = []
+    if use_defaults and target.kind == "archive":
+        ref_graph = _archive_candidates(
+            cfg, target, methods, example, dynamic_shapes, samples, ref_by_method, tol,
+            out_dir, artifacts, candidates, recovery, notes, branch_check,
+        )  # fmt: skip
+    elif use_defaults:
         try:
             if target.kind == "archive":
                 converted = conv.convert_archive(
@@ -486,20 +775,26 @@ def run_verify(cfg: VerifyConfig) -> Report:
     for spec in cfg.candidates:
         candidates.append(_candidate_from_spec(spec, cfg))
 
-    tol = Tolerance(cfg.rtol, cfg.atol)
     cells: list[Cell] = []
     for device in devices:
         if device == "cpu":
-            ref_run, ref_outs = ref_cpu, ref_outs_cpu
+            ref_run, outs_by_method = ref_cpu, ref_by_method
         else:
             with quiet(cfg.debug):
                 try:
-                    ref_run = rn.script_runner(target.reference, device)
+                    ref_run = rn.script_runner(target.reference, device, methods[0])
+                    outs_by_method = {
+                        m: _reference_outputs(
+                            rn.script_runner(target.reference, device, m), samples, device
+                        )
+                        for m in methods
+                    }
+                except VerifyError:
+                    raise
                 except Exception as exc:
                     raise VerifyError(
                         "run", f"cannot move the TorchScript reference to {device}: {describe(exc)}"
                     ) from exc
-                ref_outs = _reference_outputs(ref_run, samples, device)
         ref_latency = None
         if cfg.bench:
             with quiet(cfg.debug):
@@ -507,6 +802,7 @@ def run_verify(cfg: VerifyConfig) -> Report:
         for cand in candidates:
             if cand.cpu_only and device != "cpu":
                 continue
+            ref_outs = outs_by_method.get(cand.method, outs_by_method[methods[0]])
             with quiet(cfg.debug):
                 cell = run_candidate(cand, device, samples, ref_outs, tol)
             if cfg.bench and cell.status != "error":
@@ -550,6 +846,7 @@ def run_verify(cfg: VerifyConfig) -> Report:
         bench=cfg.bench,
         branches=branch_check,
         settings=cfg.settings(),
+        recovery=recovery,
     )
     report.elapsed_s = time.perf_counter() - t_start
     if cfg.out is not None:
@@ -582,6 +879,12 @@ def _divergence(
     sample = next(
         (s for s in samples if cell.worst and s.name == cell.worst.get("sample")), samples[0]
     )
+    if sample.meta.get("kind") == "specialisation":
+        return {
+            "operator": None,
+            "note": f"{sample.name} changes an input the program was specialised to "
+            "(see the specialised notes)",
+        }
     if cand.ep_source == "lowered-from":
         ep_cell = next((c for c in cells if c.candidate == "exported" and c.device == "cpu"), None)
         if ep_cell is not None and ep_cell.status == "pass":
@@ -623,12 +926,47 @@ def first_divergence_safe(ref_graph: Any, cand_graph: Any, args: tuple[Any, ...]
 
 @dataclass
 class ConvertResult:
-    pt2: Path
+    pt2: dict[str, Path]  # method -> .pt2
     pte: Path | None
-    convert_path: str
-    lower_path: str | None
+    recoveries: dict[str, recover.Recovery]
     backend: str
-    notes: list[str]
+    samples: int  # samples each program was checked on
+    notes: list[str] = field(default_factory=list)
+    mismatch: str | None = None  # why the .pte differs from the archive (nothing written)
+    together_s: float | None = None  # several methods: seconds to lower them together
+
+    def lines(self) -> list[str]:
+        out = []
+        for m, path in self.pt2.items():
+            rec = self.recoveries[m]
+            out.append(f"wrote {path}  (method {m}, recovery: {rec.path})")
+        if self.pte is not None:
+            lower = ", ".join(
+                (f"{m}: " if len(self.recoveries) > 1 else "")
+                + str(r.lower_path)
+                + (f" in {r.lower_s:.1f} s" if r.lower_s is not None else "")
+                for m, r in self.recoveries.items()
+                if r.lower_path
+            )
+            out.append(
+                f"wrote {self.pte}  (backend: {self.backend}, methods: "
+                f"{', '.join(self.recoveries)}; lowering path: {lower}"
+                + (f", together in {self.together_s:.1f} s" if self.together_s else "")
+                + "; "
+                f"checked on {self.samples} samples)"
+            )
+        for m, rec in self.recoveries.items():
+            for what in rec.specialised:
+                out.append(f"note: {m}: specialised: {what}")
+            if rec.path != recover.CONVERTER or rec.lower_path != "direct":
+                for step, why in rec.attempts:
+                    out.append(f"note: {m}: {step} failed: {why}")
+        out += [f"note: {n}" for n in self.notes]
+        return out
+
+
+#: Random samples ``convert`` checks each program on, besides the example.
+CONVERT_SAMPLES = 2
 
 
 def run_convert(
@@ -640,33 +978,84 @@ def run_convert(
     dynamic_dims: list[str] | None = None,
     seed: int = 0,
     debug: bool = False,
+    method: str | None = None,
+    trust: bool = False,
+    max_input_bytes: int | None = None,
 ) -> ConvertResult:
     if backend not in conv.BACKENDS:
         raise VerifyError("usage", f"unknown backend {backend!r} (xnnpack, portable)")
+    if out.exists() and not out.is_dir():
+        raise VerifyError("usage", f"-o {out}: exists and is not a directory")
     dyn = inp.parse_dynamic_dims(dynamic_dims or [])
-    example = inp.example_from_options(inputs, input_shapes, seed)
+    example = inp.example_from_options(
+        inputs, input_shapes, seed, 1 + CONVERT_SAMPLES + 3 * len(dyn), max_input_bytes
+    )
     if example is None:
         raise VerifyError(
             "usage", "convert needs example inputs: --inputs FILE or --input-shape SPEC"
         )
     path = Path(model)
     with quiet(debug):
-        ts = load.load_archive(path)
-    load.check_signature(ts, example)
-    try:
-        with quiet(debug):
-            ts(*example)
-    except Exception as exc:
-        raise VerifyError(
-            "inputs", f"the model rejected the inputs {inp.describe_args(example)}: {describe(exc)}"
-        ) from exc
+        ts = load.load_archive(path, trust)
+    notes: list[str] = []
+    methods = archive_methods(ts, example, method, notes)
+    load.check_signature(ts, example, methods[0])
     dynamic_shapes = inp.dynamic_shapes_for(example, dyn)
-    converted = conv.convert_archive(ts, example, dynamic_shapes, debug)
+    samples = list(inp.iter_samples(example, CONVERT_SAMPLES, seed, dyn))
+    ref_by_method: dict[str, list[Any]] = {}
+    for m in methods:
+        run = rn.script_runner(ts, "cpu", m)
+        try:
+            with quiet(debug):
+                run(example)
+        except Exception as exc:
+            raise VerifyError(
+                "inputs",
+                f"the model ({m}) rejected the inputs {inp.describe_args(example)}: "
+                f"{describe(exc)}",
+            ) from exc
+        with quiet(debug):
+            ref_by_method[m] = _reference_outputs(run, samples, "cpu")
+    tol = Tolerance(None, None)
+    recs = ladder(ts, methods, example, samples, ref_by_method, tol, backend, dynamic_shapes, debug)
+    if any(r.vary_scalars for r in recs.values()):
+        _specialisation_samples(ts, methods, example, samples, ref_by_method, seed, notes)
+    start = time.perf_counter()
+    buffer, lower_error = lowered_buffer(recs, backend, debug)
+    if buffer is None:
+        assert lower_error is not None
+        raise lower_error
+    result = ConvertResult({}, None, recs, backend, len(samples), notes)
+    if len(recs) > 1:
+        result.together_s = time.perf_counter() - start
+    with tempfile.TemporaryDirectory(prefix="migrate-convert-") as tmp:
+        pte_tmp = Path(tmp) / "check.pte"
+        pte_tmp.write_bytes(buffer)
+        for m in methods:
+            cand = rn.Candidate(
+                "pte", "pte", backend, backend=backend, make=lambda d, mm=m: rn.pte_runner(
+                    pte_tmp, debug, mm
+                ),
+            )  # fmt: skip
+            with quiet(debug):
+                cell = run_candidate(cand, "cpu", samples, ref_by_method[m], tol)
+            if cell.status != "pass":
+                where = cell.worst or {}
+                why = (
+                    cell.error["message"]
+                    if cell.error
+                    else f"{where.get('leaf')} on sample {where.get('sample')}: max abs "
+                    f"{cell.max_abs:.3g}" + (f" ({where['note']})" if where.get("note") else "")
+                )
+                result.mismatch = (
+                    f"the .pte method {m} differs from the archive: {why}; nothing written "
+                    "(migrate verify shows the details)"
+                )
+                return result
     out.mkdir(parents=True, exist_ok=True)
-    pt2 = out / f"{path.stem}.pt2"
-    with quiet(debug):
-        conv.save_pt2(converted.ep, pt2)
-    lowered = conv.lower(converted.ep, example, backend, dynamic_shapes, debug)
-    pte = conv.save_pte(lowered, out / f"{path.stem}.pte")
-    notes = [f"{p} failed: {r}" for p, r in lowered.attempts]
-    return ConvertResult(pt2, pte, converted.path_label, lowered.path, backend, notes)
+    for m, rec in recs.items():
+        stem = path.stem if m == "forward" else f"{path.stem}.{m}"
+        with quiet(debug):
+            result.pt2[m] = conv.save_pt2(rec.ep, out / f"{stem}.pt2")
+    result.pte = conv.save_pte(buffer, out / f"{path.stem}.pte")
+    return result

@@ -67,7 +67,7 @@ def synchronize(device: str) -> None:
 # --------------------------------------------------------------------------- runners
 
 
-def script_runner(ts: Any, device: str) -> Runner:
+def script_runner(ts: Any, device: str, method: str = "forward") -> Runner:
     """A TorchScript module on ``device`` (reloaded there, so the original stays on the CPU)."""
     if device == "cpu":
         mod = ts
@@ -80,7 +80,7 @@ def script_runner(ts: Any, device: str) -> Runner:
     def run(args: tuple[Any, ...]) -> Any:
         with torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return mod(*args)
+            return getattr(mod, method)(*args)
 
     return run
 
@@ -122,11 +122,11 @@ def _runtime() -> Any:
     return _RUNTIME
 
 
-def pte_runner(path: Path, debug: bool = False) -> Runner:
+def pte_runner(path: Path, debug: bool = False, method: str = "forward") -> Runner:
     """A ``.pte`` program through ``executorch.runtime`` (CPU); returns a flat list of outputs."""
     with quiet(debug) as log:
         try:
-            method = _runtime().load_program(str(path)).load_method("forward")
+            method = _runtime().load_program(str(path)).load_method(method)
         except Exception as exc:
             raise VerifyError(
                 "load", f"cannot load ExecuTorch program {path}: {describe(exc)} {log.last_line()}"
@@ -163,6 +163,7 @@ class Candidate:
     module: Any = None
     error: VerifyError | None = None  # a candidate that could not be built
     notes: list[str] = field(default_factory=list)
+    method: str = "forward"  # the archive's method it is compared with
 
     def runner(self, device: str) -> Runner:
         assert self.make is not None

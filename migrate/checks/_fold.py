@@ -1,0 +1,189 @@
+"""Replace calls known to return a constant (`torch.jit.is_scripting()` once nothing
+scripts) and simplify what they sit in: `not`, `and`, `or`, ternaries and the dead branch
+of an `if`. The result is one edit over the outermost expression or statement that changes.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+
+from migrate.checks._edits import drop_statement, parenthesize_if_needed, precedence, replace
+from migrate.checks._flow import parent
+from migrate.checks.base import Edit, PythonContext
+
+_AND_LEVEL = precedence(ast.BoolOp(op=ast.And(), values=[]), "")  # operands bind tighter
+# Is this node one of the calls being replaced? Then by which constant.
+Known = Callable[[ast.AST], bool | None]
+
+
+def constant(node: ast.AST, known: Known) -> bool | None:
+    """The truth value of an expression made of known calls, literals, not/and/or."""
+    value = known(node)
+    if value is not None:
+        return value
+    if isinstance(node, ast.Constant) and isinstance(node.value, (bool, type(None))):
+        return bool(node.value)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        inner = constant(node.operand, known)
+        return None if inner is None else not inner
+    if isinstance(node, ast.BoolOp):
+        return _boolop(node, known)[0]
+    return None
+
+
+def _boolop(node: ast.BoolOp, known: Known) -> tuple[bool | None, list[ast.expr]]:
+    """(constant value, or None and the operands that remain). `True and v` is `v` and
+    `False or v` is `v`, exactly; a deciding constant after an unknown operand stays, since
+    `x and False` is `x` when x is falsy."""
+    short = isinstance(node.op, ast.Or)  # the value that decides the whole expression
+    rest: list[ast.expr] = []
+    for operand in node.values:
+        value = constant(operand, known)
+        if value is None:
+            rest.append(operand)
+        elif value is short:
+            if not rest:
+                return short, []
+            rest.append(operand)
+            break
+    if not rest:
+        return not short, []
+    return None, rest
+
+
+def fold(ctx: PythonContext, call: ast.expr, known: Known) -> Edit:
+    """The edit that replaces `call` by its constant and simplifies around it."""
+    node: ast.expr = call
+    value = known(call)
+    assert value is not None
+    while True:
+        holder = parent(ctx, node)
+        if isinstance(holder, ast.UnaryOp) and isinstance(holder.op, ast.Not):
+            node, value = holder, not value
+            continue
+        if isinstance(holder, ast.BoolOp):
+            folded, rest = _boolop(holder, known)
+            if folded is not None:
+                node, value = holder, folded
+                continue
+            joiner = " or " if isinstance(holder.op, ast.Or) else " and "
+            text = joiner.join(_operand_text(ctx, r, known) for r in rest)
+            if len(rest) == 1:
+                text = parenthesize_if_needed(ctx, rest[0], text, holder)
+            elif parenthesize_if_needed(ctx, holder, "x", holder) != "x":
+                text = f"({text})"
+            return replace(ctx, holder, text)
+        if isinstance(holder, ast.IfExp) and node is holder.test:
+            kept = holder.body if value else holder.orelse
+            return replace(ctx, holder, parenthesize_if_needed(ctx, kept, ctx.source(kept), holder))
+        if isinstance(holder, ast.If) and node is holder.test:
+            edit = _drop_branch(ctx, holder, value)
+            if edit is not None:
+                return edit
+        return replace(ctx, node, "True" if value else "False")
+
+
+def _operand_text(ctx: PythonContext, node: ast.expr, known: Known) -> str:
+    value = constant(node, known)
+    if value is not None:
+        return str(value)
+    text = ctx.source(node)
+    return f"({text})" if precedence(node, text) <= _AND_LEVEL else text
+
+
+def _lines(ctx: PythonContext, first: int, last: int) -> tuple[int, int]:
+    """Offsets of whole lines first..last (1-based, newline of the last included)."""
+    return ctx.index.offset(first, 0), ctx.index.offset(last + 1, 0)
+
+
+def _indent(ctx: PythonContext, line: int) -> str:
+    text = ctx.index.line_text(line)
+    return text[: len(text) - len(text.lstrip())]
+
+
+def _dedent(ctx: PythonContext, block: list[ast.stmt], first: int, to: str) -> str | None:
+    """Lines first..end of `block` moved to indentation `to`; None when a multi-line string
+    would change with them."""
+    for node in ast.walk(ast.Module(body=block, type_ignores=[])):
+        if isinstance(node, (ast.Constant, ast.JoinedStr)) and node.lineno != node.end_lineno:
+            return None
+    start, end = _lines(ctx, first, block[-1].end_lineno)
+    own = _indent(ctx, block[0].lineno)
+    if not own.startswith(to):
+        return None
+    cut = len(own) - len(to)
+    out = []
+    for line in ctx.text[start:end].splitlines(keepends=True):
+        out.append(
+            line[cut:] if line[:cut].strip() == "" and len(line) > cut else line.lstrip(" \t")
+        )
+    return "".join(out)
+
+
+def _is_elif(ctx: PythonContext, node: ast.If) -> bool:
+    holder = parent(ctx, node)
+    return (
+        isinstance(holder, ast.If)
+        and holder.orelse == [node]
+        and ctx.index.line_text(node.lineno)[node.col_offset :].startswith("elif")
+    )
+
+
+def _else_line(ctx: PythonContext, node: ast.If) -> int:
+    for line in range(node.orelse[0].lineno - 1, node.body[-1].end_lineno, -1):
+        if ctx.index.line_text(line).strip().startswith("else"):
+            return line
+    return node.orelse[0].lineno - 1
+
+
+def _drop_branch(ctx: PythonContext, node: ast.If, value: bool) -> Edit | None:
+    """`if <constant>:` without its dead branch; None when the layout does not allow it
+    (bodies on the header line), and the condition is replaced by the constant instead."""
+    if not value and not node.orelse and not _is_elif(ctx, node):
+        return drop_statement(ctx, node)  # any layout, `if False: x = 1` included
+    header_end = node.test.end_lineno
+    chained = _is_elif_chain(ctx, node)
+    else_inline = (
+        node.orelse
+        and not chained
+        and ctx.index.line_text(node.orelse[0].lineno).strip().startswith("else")
+    )
+    if node.body[0].lineno == header_end or else_inline:
+        return None
+    indent = _indent(ctx, node.lineno)
+    if _is_elif(ctx, node):
+        if not value:  # the elif clause disappears; what follows it keeps its keyword
+            start, end = _lines(ctx, node.lineno, node.body[-1].end_lineno)
+            return Edit(start, end, "")
+        if node.orelse:  # `elif True:` is the last branch taken: it becomes `else:`
+            start, _ = _lines(ctx, node.lineno, header_end)
+            _, end = _lines(ctx, node.lineno, node.orelse[-1].end_lineno)
+            body_start, body_end = _lines(ctx, header_end + 1, node.body[-1].end_lineno)
+            return Edit(start, end, f"{indent}else:\n" + ctx.text[body_start:body_end])
+        start, end = _lines(ctx, node.lineno, header_end)
+        return Edit(start, end, f"{indent}else:\n")
+    if value:
+        text = _dedent(ctx, node.body, header_end + 1, indent)
+    elif chained:  # `if False: ... elif b:` -> `if b:`
+        start, end = _lines(ctx, node.lineno, node.orelse[-1].end_lineno)
+        rest_start, _ = _lines(ctx, node.orelse[0].lineno, node.orelse[0].lineno)
+        tail = ctx.text[rest_start:end]
+        cut = len(indent)
+        return Edit(start, end, tail[:cut] + tail[cut + 2 :])  # drop the "el" of "elif"
+    elif node.orelse:
+        text = _dedent(ctx, node.orelse, _else_line(ctx, node) + 1, indent)
+    else:
+        return drop_statement(ctx, node)
+    if text is None:
+        return None
+    start, end = _lines(ctx, node.lineno, node.end_lineno)
+    return Edit(start, end, text)
+
+
+def _is_elif_chain(ctx: PythonContext, node: ast.If) -> bool:
+    return (
+        len(node.orelse) == 1
+        and isinstance(node.orelse[0], ast.If)
+        and _is_elif(ctx, node.orelse[0])
+    )

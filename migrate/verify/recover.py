@@ -1,0 +1,507 @@
+"""The recovery ladder: TorchScript archive -> an exported program that lowers to ExecuTorch.
+
+Steps, each tried only when the previous one failed (to convert, to match the
+archive on the samples, or to lower), the one used is named in the report:
+
+1. ``converter``: ``TS2EPConverter`` (forward only; a frozen copy when the plain
+   archive fails);
+2. ``converter + scalar specialisation``: the converter turns shape arithmetic of
+   traced archives (``x.size(1) + 0``) into tensors read back with
+   ``aten._local_scalar_dense``/``aten.item``, whose unbacked symbols lowering
+   cannot guard on. When such a scalar derives only from shapes and constants,
+   its value at the example is substituted and the program re-exported;
+3. ``freeze + re-capture``: ``torch.jit.freeze`` of the archive called from a plain
+   module, exported non-strict: the TorchScript interpreter's aten calls are
+   captured, loops unrolled and ``if`` sides chosen at the example (+ step 2 when
+   scalars remain);
+4. ``decompositions``: the programs above re-exported, then decomposed to core ATen.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.utils._pytree as pytree
+from torch import nn
+
+from migrate.verify import convert as conv
+from migrate.verify.errors import VerifyError, describe, quiet
+
+#: Ops that read a tensor's values into a Python scalar.
+_SCALAR_OPS = ("aten._local_scalar_dense.default", "aten.item.default")
+#: Ops that read only a tensor's shape (never its values).
+_SHAPE_OPS = (
+    "aten.sym_size.int",
+    "aten.sym_size.default",
+    "aten.sym_numel.default",
+    "aten.sym_stride.int",
+    "aten.size.default",
+    "aten.size.int",
+    "aten.numel.default",
+    "aten.dim.default",
+)
+
+CONVERTER = "converter"
+CONVERTER_SPEC = "converter + scalar specialisation"
+RECAPTURE = "freeze + re-capture"
+RECAPTURE_SPEC = "freeze + re-capture + scalar specialisation"
+
+
+class NotShapeDerived(Exception):
+    """A scalar read back from tensor values: substituting it would be wrong for other inputs."""
+
+
+@dataclass
+class Specialisation:
+    """The scalars fixed to their example values and the shapes that makes static."""
+
+    values: list[tuple[str, Any]] = field(default_factory=list)  # (node, value)
+    shapes: list[str] = field(default_factory=list)  # "ids.size(1) == 6"
+
+    def describe(self) -> str:
+        vals = ", ".join(f"{n}={v}" for n, v in self.values)
+        shapes = "; assumes " + ", ".join(self.shapes) if self.shapes else ""
+        return f"{len(self.values)} shape-derived scalar(s) fixed ({vals}){shapes}"
+
+
+@dataclass
+class Recovery:
+    """What the ladder produced for one method."""
+
+    method: str
+    ep: Any  # the exported program compared with the archive
+    path: str  # the ladder step that produced it
+    lower_path: str | None = None  # direct | re-export | decomposed
+    buffer: bytes | None = None  # lowered alone (None when lowering failed or was deferred)
+    program: Any = None  # the program that lowered (ep, or its re-export/decomposition)
+    lower_error: VerifyError | None = None
+    attempts: list[tuple[str, str]] = field(default_factory=list)  # (step, why it failed)
+    specialised: list[str] = field(default_factory=list)  # what now holds for the example only
+    vary_scalars: bool = False  # Python scalar inputs were baked in: vary them in the samples
+    lower_s: float | None = None  # seconds the successful lowering took
+    detail: str = ""  # how the step went (the converter's own path)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "method": self.method,
+            "path": self.path,
+            "lowering": self.lower_path,
+            "attempts": [{"step": s, "reason": r} for s, r in self.attempts],
+            "specialised": self.specialised,
+            "lower_s": None if self.lower_s is None else round(self.lower_s, 2),
+        }
+
+
+# --------------------------------------------------------------------------- scalars
+
+
+def _target(node: Any) -> str:
+    return str(node.target) if node.op == "call_function" else ""
+
+
+def _shape_origin(node: Any, name: str | None) -> str:
+    src = node.args[0]
+    name = name or str(getattr(src, "target", "?"))
+    if _target(node).startswith(("aten.sym_size", "aten.size")) and len(node.args) > 1:
+        return f"{name}.size({node.args[1]})"
+    return f"{_target(node).split('.')[1]}({name})"
+
+
+def _unbacked(value: Any) -> bool:
+    from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
+
+    try:
+        return bool(free_unbacked_symbols(value))
+    except Exception:
+        return True
+
+
+def _check_derivation(scalar: Any, shapes: list[Any]) -> None:
+    """Raise unless ``scalar``'s inputs derive only from shapes and constants."""
+    seen: set[Any] = set()
+    stack = list(scalar.all_input_nodes)
+    while stack:
+        node = stack.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        if node.op == "get_attr":  # parameters, buffers, lifted constants: fixed in the archive
+            continue
+        if node.op == "placeholder":
+            raise NotShapeDerived(f"{scalar.name} reads the values of input {node.name}")
+        if node.op != "call_function":
+            raise NotShapeDerived(f"{scalar.name} depends on {node.op} {node.name}")
+        if _target(node) in _SHAPE_OPS:
+            src = node.args[0]
+            if getattr(src, "op", None) == "placeholder":
+                shapes.append(node)
+                continue
+            # The shape of an intermediate: fine unless it is data-dependent (nonzero, ...).
+            val = node.meta.get("val")
+            if val is None or _unbacked(val):
+                raise NotShapeDerived(f"{scalar.name} reads a data-dependent size ({node.name})")
+            continue
+        if _target(node) in _SCALAR_OPS:
+            raise NotShapeDerived(f"{scalar.name} reads another scalar ({node.name})")
+        stack.extend(node.all_input_nodes)
+
+
+def scalar_nodes(gm: Any) -> list[Any]:
+    return [n for n in gm.graph.nodes if _target(n) in _SCALAR_OPS]
+
+
+def _record(gm: Any, example: tuple[Any, ...], wanted: set[Any]) -> dict[Any, Any]:
+    values: dict[Any, Any] = {}
+
+    class Recorder(torch.fx.Interpreter):
+        def run_node(self, n: Any) -> Any:
+            out = super().run_node(n)
+            if n in wanted:
+                values[n] = out
+            return out
+
+    with torch.no_grad():
+        Recorder(gm).run(*pytree.tree_leaves(example))
+    return values
+
+
+def specialise_scalars(
+    ep: Any,
+    example: tuple[Any, ...],
+    dynamic_shapes: Any = None,
+    input_names: list[str] | None = None,
+) -> tuple[Any, Specialisation] | None:
+    """The program with its shape-derived scalars fixed at the example, re-exported.
+
+    None when the program reads no scalar; :class:`NotShapeDerived` when one
+    derives from tensor values (refused: it would be wrong for other inputs).
+    """
+    gm = ep.module()
+    nodes = scalar_nodes(gm)
+    if not nodes:
+        return None
+    shape_nodes: list[Any] = []
+    for node in nodes:
+        _check_derivation(node, shape_nodes)
+    values = _record(gm, example, set(nodes))
+    spec = Specialisation()
+    for node in nodes:
+        value = values[node]
+        spec.values.append((node.name, value))
+        for user in list(node.users):
+            user.args = torch.fx.node.map_arg(
+                user.args, lambda a, n=node, v=value: v if a is n else a
+            )
+            user.kwargs = torch.fx.node.map_arg(
+                user.kwargs, lambda a, n=node, v=value: v if a is n else a
+            )
+        gm.graph.erase_node(node)
+    seen = set()
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    leaves = pytree.tree_leaves(example)
+    for node in shape_nodes:
+        src = node.args[0]
+        dim = node.args[1] if len(node.args) > 1 else None
+        i = placeholders.index(src) if src in placeholders else -1
+        leaf = leaves[i] if 0 <= i < len(leaves) else None
+        size = leaf.shape[dim] if dim is not None and isinstance(leaf, torch.Tensor) else "?"
+        names = input_names if input_names and len(input_names) == len(leaves) else []
+        text = f"{_shape_origin(node, names[i] if 0 <= i < len(names) else None)} == {size}"
+        if _declared_dynamic(dynamic_shapes, i, dim):
+            raise NotShapeDerived(f"it would fix {text.split(' ==')[0]}, declared by --dynamic-dim")
+        if text not in seen:
+            seen.add(text)
+            spec.shapes.append(text)
+    gm.graph.eliminate_dead_code()
+    gm.recompile()
+    new = torch.export.export(gm, tuple(example), dynamic_shapes=dynamic_shapes, strict=False)
+    return new, spec
+
+
+def _declared_dynamic(dynamic_shapes: Any, i: int, dim: Any) -> bool:
+    spec = (
+        dynamic_shapes[i]
+        if isinstance(dynamic_shapes, tuple | list) and 0 <= i < len(dynamic_shapes)
+        else None
+    )
+    return isinstance(spec, dict) and dim in spec
+
+
+# --------------------------------------------------------------------------- re-capture
+
+
+class _Recapture(nn.Module):
+    """A plain module calling one method of a frozen TorchScript module."""
+
+    def __init__(self, frozen: Any, method: str) -> None:
+        super().__init__()
+        self.frozen = frozen
+        self.method = method
+
+    def forward(self, *args: Any) -> Any:
+        return getattr(self.frozen, self.method)(*args)
+
+
+def freeze(ts: Any, methods: list[str]) -> Any:
+    keep = [m for m in methods if m != "forward"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return torch.jit.freeze(copy.deepcopy(ts).eval(), preserved_attrs=keep)
+
+
+def control_flow(frozen: Any, method: str) -> list[str]:
+    """What re-capture specialises: loops and conditionals left in the frozen graph."""
+    graph = getattr(frozen, method).graph
+    loops = len(graph.findAllNodes("prim::Loop", True))
+    ifs = len(graph.findAllNodes("prim::If", True))
+    out = []
+    if loops:
+        out.append(f"{loops} prim::Loop unrolled for the example's trip count")
+    if ifs:
+        out.append(f"{ifs} prim::If reduced to the side the example takes")
+    return out
+
+
+def recapture(frozen: Any, method: str, example: tuple[Any, ...], dynamic_shapes: Any) -> Any:
+    ds = None if dynamic_shapes is None else {"args": tuple(dynamic_shapes)}
+    ep = torch.export.export(
+        _Recapture(frozen, method), tuple(example), dynamic_shapes=ds, strict=False
+    )
+    # Frozen constants computed from parameters (a fused attention's packed weights) still
+    # carry autograd history, which makes the program impossible to copy for lowering.
+    for name, value in list(ep.constants.items()):
+        if isinstance(value, torch.Tensor) and not value.is_leaf:
+            ep.constants[name] = value.detach()
+    return ep
+
+
+# --------------------------------------------------------------------------- assumptions
+
+
+def input_assumptions(ts: Any, method: str, example: tuple[Any, ...], dynamic: set) -> list[str]:
+    """What a specialised program fixes about its inputs, in the schema's names."""
+    try:
+        args = getattr(ts, method).schema.arguments[1:]
+        names = [a.name for a in args]
+        types = [str(a.type) for a in args]
+    except Exception:
+        names, types = [], []
+    out = []
+    for i, value in enumerate(example):
+        name = names[i] if i < len(names) else f"input {i}"
+        kind = types[i] if i < len(types) else ""
+        if isinstance(value, torch.Tensor):
+            dims = ["*" if (i, d) in dynamic else str(s) for d, s in enumerate(value.shape)] or [
+                "scalar"
+            ]
+            text = f"{name} shape {'x'.join(dims)}"
+            if kind.startswith("Optional") or kind.endswith("?"):
+                text += " (None not accepted)"
+            out.append(text)
+        elif isinstance(value, list | tuple):
+            out.append(f"{name} holds {len(value)} items")
+        elif isinstance(value, bool | int | float):
+            out.append(f"{name} == {value!r}")
+    return out
+
+
+# --------------------------------------------------------------------------- ladder
+
+Check = Callable[[Any], str | None]  # None: matches the archive on every sample
+LowerOnce = Callable[[Any], bytes]
+
+
+def _try(what: str, fn: Callable[[], Any], attempts: list[tuple[str, str]]) -> Any:
+    try:
+        return fn()
+    except NotShapeDerived as exc:
+        attempts.append((what, f"refused: {exc}"))
+    except VerifyError as exc:
+        attempts.append((what, exc.message))
+    except Exception as exc:
+        attempts.append((what, describe(exc)))
+    return None
+
+
+def run_ladder(
+    ts: Any,
+    method: str,
+    methods: list[str],
+    example: tuple[Any, ...],
+    check: Check,
+    lower_once: LowerOnce | None,
+    dynamic_shapes: Any = None,
+    debug: bool = False,
+) -> Recovery:
+    """Walk the ladder for one method; ``lower_once`` None: stop at the first matching program."""
+    attempts: list[tuple[str, str]] = []
+    found: list[Recovery] = []  # programs that matched the archive, in ladder order
+    first_converted: Recovery | None = None
+
+    def lowered(rec: Recovery) -> bool:
+        if lower_once is None:
+            return True
+        try:
+            start = time.perf_counter()
+            with quiet(debug):
+                rec.buffer = lower_once(copy.deepcopy(rec.ep))
+            rec.lower_s = time.perf_counter() - start
+            rec.lower_path, rec.program = "direct", rec.ep
+            return True
+        except ImportError as exc:
+            raise VerifyError("lower", f"cannot import executorch: {describe(exc)}") from exc
+        except Exception as exc:
+            attempts.append((f"{rec.path}: lower", describe(exc)))
+            return False
+
+    def accept(rec: Recovery) -> bool:
+        nonlocal first_converted
+        if first_converted is None:
+            first_converted = rec
+        why = check(rec.ep)
+        if why is not None:
+            attempts.append((rec.path, why))
+            return False
+        found.append(rec)
+        return lowered(rec)
+
+    def finish(rec: Recovery) -> Recovery:
+        rec.attempts = attempts
+        return rec
+
+    def specialised_step(ep: Any, path: str, notes: list[str]) -> Recovery | None:
+        result = _try(
+            path, lambda: specialise_scalars(ep, example, dynamic_shapes, names), attempts
+        )
+        if result is None:
+            return None
+        new, spec = result
+        return Recovery(method, new, path, specialised=[*notes, spec.describe()], vary_scalars=True)
+
+    try:
+        names = [a.name for a in getattr(ts, method).schema.arguments[1:]]
+    except Exception:  # pragma: no cover - exotic archives
+        names = []
+    with quiet(debug):
+        # 1-2: the converter (forward only).
+        converted = None
+        if method == "forward":
+            converted = _try(
+                CONVERTER,
+                lambda: conv.convert_archive(ts, example, dynamic_shapes, debug),
+                attempts,
+            )
+        if converted is not None:
+            ep1 = converted.ep
+            rec = Recovery(method, ep1, CONVERTER, detail=converted.path_label)
+            if accept(rec):
+                return finish(rec)
+            if scalar_nodes(ep1.module()):
+                rec2 = specialised_step(ep1, CONVERTER_SPEC, [])
+                if rec2 is not None and accept(rec2):
+                    return finish(rec2)
+        # 3: freeze + re-capture through the dispatcher.
+        frozen = _try(RECAPTURE, lambda: freeze(ts, methods), attempts)
+        if frozen is not None:
+            ep3 = _try(
+                RECAPTURE, lambda: recapture(frozen, method, example, dynamic_shapes), attempts
+            )
+            if ep3 is not None:
+                flow = control_flow(frozen, method)
+                dynamic = {
+                    (i, d)
+                    for i, spec in enumerate(dynamic_shapes or ())
+                    if isinstance(spec, dict)
+                    for d in spec
+                }
+                fixed = input_assumptions(ts, method, example, dynamic)
+                if fixed:
+                    flow.append("inputs fixed to the example's: " + ", ".join(fixed))
+                if getattr(ts, "training", False):
+                    flow.append("captured in eval mode (the archive is in training mode)")
+                rec3 = Recovery(method, ep3, RECAPTURE, specialised=flow, vary_scalars=True)
+                if scalar_nodes(ep3.module()):
+                    rec3 = specialised_step(ep3, RECAPTURE_SPEC, flow) or rec3
+                if accept(rec3):
+                    return finish(rec3)
+        # 4: decompositions of whatever matched.
+        if lower_once is not None:
+            for rec in found:
+                for name, make in (
+                    ("re-export", lambda r=rec: conv._reexport(r.ep, example, dynamic_shapes)),
+                    (
+                        "decomposed",
+                        lambda r=rec: conv._reexport(
+                            r.ep, example, dynamic_shapes
+                        ).run_decompositions(),
+                    ),
+                ):
+                    program = _try(f"{rec.path}: {name}", make, attempts)
+                    if program is None:
+                        continue
+                    start = time.perf_counter()
+                    try:
+                        rec.buffer = lower_once(program)
+                        rec.lower_s = time.perf_counter() - start
+                    except Exception as exc:
+                        attempts.append((f"{rec.path}: {name}: lower", describe(exc)))
+                        continue
+                    rec.lower_path, rec.program = name, program
+                    return finish(rec)
+    best = found[0] if found else first_converted
+    if best is None:
+        reasons = "; ".join(f"{s}: {r}" for s, r in attempts) or "no step applied"
+        stage = "convert"
+        raise VerifyError(stage, f"no recovery converted {method}: {reasons}")
+    lower_fail = [r for s, r in attempts if s.endswith("lower")]
+    others = "; ".join(f"{s}: {r[:80]}" for s, r in attempts if not s.endswith("lower"))
+    best.lower_error = VerifyError(
+        "lower",
+        f"to_edge_transform_and_lower failed on every path: "
+        f"{lower_fail[0][:160] if lower_fail else 'the program differs from the archive'}"
+        + (f" (also: {others})" if others else ""),
+    )
+    return finish(best)
+
+
+def lower_once_for(backend: str, method: str = "forward") -> LowerOnce:
+    """Lower one program; a method other than forward keeps its name in the ``.pte``."""
+    if method == "forward":
+        return lambda program: conv._lower_once(program, backend)
+    return lambda program: conv._lower_once({method: program}, backend)
+
+
+def edge_once(program: Any) -> bytes:
+    """A cheaper lowering check for methods lowered together later: ``to_edge`` only."""
+    from executorch.exir import to_edge
+
+    to_edge(program)
+    return b""
+
+
+def entry_methods(ts: Any) -> list[str]:
+    """``forward`` and the methods no other method calls (those marked ``@torch.jit.export``).
+
+    Helpers that ``forward`` calls are compiled into the archive too; they are
+    reached through their callers and are not methods of their own.
+    """
+    try:
+        names = [n for n in ts._c._method_names() if not n.startswith("__")]
+    except Exception:
+        return ["forward"]
+    called: set[str] = set()
+    for name in names:
+        graph = getattr(ts, name).graph
+        me = next(iter(graph.inputs()), None)
+        for node in graph.findAllNodes("prim::CallMethod", True):
+            inputs = list(node.inputs())
+            if inputs and inputs[0] is me:
+                called.add(node.s("name"))
+    extra = [n for n in names if n != "forward" and n not in called]
+    return ["forward", *extra] if "forward" in names else extra
