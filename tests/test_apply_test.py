@@ -4,8 +4,9 @@ The sample repository brings its own tiny `torch` package, which shadows the rea
 its test runs: the point here is the gating (baseline, trials, bisection, one write), and a
 suite that imports real torch would cost 2-3 s a run instead of a fraction of one. The
 stand-in behaves like torch where the sample's tests look: `torch.export.save` writes a
-different artifact than `torch.jit.save`, and `torch.compiler.is_compiling()` differs from
-`torch.jit.is_scripting()`, so exactly two of the fixes break a test.
+different artifact than `torch.jit.save`, and `torch.jit.is_scripting()` is True inside a
+scripted function. Only the library (`mylib`) is migrated; its tests keep scripting and
+loading as they did, and exactly two of the fixes break one of them.
 """
 
 from __future__ import annotations
@@ -34,10 +35,21 @@ PYTEST = "python -m pytest -q -p no:cacheprovider"
 ROOT = Path(__file__).resolve().parent.parent
 
 FAKE_TORCH = {
-    "torch/__init__.py": "from torch import compiler, export, jit\n",
+    "torch/__init__.py": "from torch import export, jit\n",
     "torch/jit.py": """
+        _depth = 0
+
+
         def script(fn):
-            return fn
+            def scripted(*args, **kwargs):
+                global _depth
+                _depth += 1
+                try:
+                    return fn(*args, **kwargs)
+                finally:
+                    _depth -= 1
+
+            return scripted
 
 
         def annotate(kind, value):
@@ -49,7 +61,7 @@ FAKE_TORCH = {
 
 
         def is_scripting():
-            return False
+            return _depth > 0
 
 
         def trace(model, example):
@@ -69,8 +81,6 @@ FAKE_TORCH = {
             with open(path, "w") as f:
                 f.write("pt2")
         """,
-    # Stands for "behaves differently from is_scripting" (MIG110 is an unsafe fix).
-    "torch/compiler.py": "def is_compiling():\n    return True\n",
 }
 
 LIBRARY = {
@@ -99,7 +109,7 @@ LIBRARY = {
             def name(self) -> str:
                 return "helper"
         """,
-    # The unsafe fix that breaks test_mode.
+    # The unsafe fix that breaks test_mode: MIG110 folds is_scripting() to False.
     "mylib/mode.py": """
         import torch
 
@@ -143,11 +153,17 @@ LIBRARY = {
             assert double(0) == 1, "already failing before any fix"
         """,
     "tests/test_mode.py": """
+        import torch
+
         from mylib.mode import describe
 
 
-        def test_describe():
+        def test_eager():
             assert describe() == "eager"
+
+
+        def test_scripted():
+            assert torch.jit.script(describe)() == "scripted"
         """,
     "tests/test_save.py": """
         from mylib.save import export
@@ -196,7 +212,7 @@ def environment(tmp_path: Path) -> dict[str, str]:
 
 def migrate(root: Path, tmp_path: Path, *args: str, timeout: float = 120):
     return subprocess.run(
-        [sys.executable, "-m", "migrate", "apply", ".", "--no-cache", *args],
+        [sys.executable, "-m", "migrate", "apply", "mylib", "--no-cache", *args],
         cwd=root,
         env=environment(tmp_path),
         capture_output=True,
@@ -236,8 +252,8 @@ def test_reverts_exactly_the_two_breaking_units(tmp_path):
     broke = {r["fixes"][0]["rule"]: r["broke"] for r in report["reverted"]}
     assert broke["MIG110"] == [
         {
-            "test": "tests/test_mode.py::test_describe",
-            "failure": "AssertionError: assert 'scripted' == 'eager'",
+            "test": "tests/test_mode.py::test_scripted",
+            "failure": "AssertionError: assert 'eager' == 'scripted'",
         }
     ]
     assert [b["test"] for b in broke["MIG102"]] == ["tests/test_save.py::test_export"]
@@ -276,7 +292,7 @@ def test_reverts_exactly_the_two_breaking_units(tmp_path):
     )
     page = html.read_text()
     assert "<h2>Tested with <code>python -m pytest -q -p no:cacheprovider</code></h2>" in page
-    assert "<code>tests/test_mode.py::test_describe</code>" in page
+    assert "<code>tests/test_mode.py::test_scripted</code>" in page
     assert "3 fixes kept, 2 units reverted" in page
     # The user's suite is back at its baseline: only the known bug fails.
     suite = subprocess.run(
@@ -286,7 +302,7 @@ def test_reverts_exactly_the_two_breaking_units(tmp_path):
         capture_output=True,
         text=True,
     )
-    assert "1 failed, 5 passed" in suite.stdout
+    assert "1 failed, 6 passed" in suite.stdout
     assert "test_known_bug" in suite.stdout
 
 
@@ -295,9 +311,10 @@ CHECK_SCRIPT = {
     "check.py": """
         import sys
 
+        import torch
         from mylib.mode import describe
 
-        sys.exit(0 if describe() == "eager" else 3)
+        sys.exit(0 if torch.jit.script(describe)() == "scripted" else 3)
         """,
 }
 
@@ -417,7 +434,7 @@ def test_ctrl_c_during_a_trial_leaves_the_tree_byte_identical(tmp_path):
     root = make_sample(tmp_path / "repo", gate)
     before = snapshot(root)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "migrate", "apply", ".", "--no-cache", "--unsafe-fixes"]
+        [sys.executable, "-m", "migrate", "apply", "mylib", "--no-cache", "--unsafe-fixes"]
         + ["--test", "python gate.py"],
         cwd=root,
         env=environment(tmp_path),
@@ -458,9 +475,10 @@ def test_another_tool_writing_junit(tmp_path):
         "check.py": """
             import os
 
+            import torch
             from mylib.mode import describe
 
-            ok = describe() == "eager"
+            ok = torch.jit.script(describe)() == "scripted"
             failure = "" if ok else '<failure message="describe() changed"/>'
             with open(os.environ["MIGRATE_TEST_JUNIT"], "w") as f:
                 f.write(
@@ -614,9 +632,10 @@ def test_a_trial_past_the_timeout_counts_as_failing(tmp_path):
         "check.py": """
             import time
 
+            import torch
             from mylib.mode import describe
 
-            if describe() != "eager":
+            if torch.jit.script(describe)() != "scripted":
                 time.sleep(30)
             """,
     }
@@ -654,9 +673,10 @@ def test_git_work_tree_from_a_subfolder(tmp_path):
             here = Path(__file__).resolve().parent
             assert here != Path({str(root.resolve())!r}), "ran in the user's tree"
             assert not (here / ".git").exists(), "the copy holds .git"
+            import torch
             from mylib.mode import describe
 
-            sys.exit(0 if describe() == "eager" else 3)
+            sys.exit(0 if torch.jit.script(describe)() == "scripted" else 3)
             """,
     }
     make_sample(root, guard)
