@@ -568,6 +568,21 @@ def test_config_names_the_test_command(tmp_path):
     assert "reverted mylib/mode.py:5:8 MIG110" in proc.stdout
 
 
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ("test = 3", "`test` must be a command line (a string)"),
+        ('test = "pytest"\ntest-timeout = 0', "`test-timeout` must be a number of seconds above 0"),
+    ],
+)
+def test_config_rejects_bad_test_keys(tmp_path, table, message):
+    root = make_sample(tmp_path / "repo")
+    (root / "pyproject.toml").write_text(f"[tool.migrate]\n{table}\n")
+    proc = migrate(root, tmp_path, "--dry-run")
+    assert proc.returncode == 2
+    assert proc.stderr.endswith(f"pyproject.toml [tool.migrate]: {message}\n"), proc.stderr
+
+
 # --------------------------------------------------------------------------- pieces
 
 
