@@ -658,6 +658,28 @@ def fix_source(
     return result
 
 
+def apply_units(path: str, text: str, units: Iterable[_Unit], newline: str = "\n") -> str:
+    """The file's text with exactly these units written (one round, no re-analysis), or
+    ValueError naming why it cannot be (overlapping edits, invalid code): `apply --test`
+    builds each trial's files from a subset of the units this way."""
+    units = list(units)
+    if not units:
+        return text
+    taken, edits = take_units(units)
+    if len(taken) != sum(len(u.findings) for u in units):
+        raise ValueError("two of the fixes overlap; they cannot be written together")
+    new = apply_edits(text, edits, newline)
+    if path.endswith((".py", ".pyi")):
+        try:
+            new = fix_imports(new, _import_specs(taken))
+        except SyntaxError as exc:
+            raise ValueError(f"fix produced invalid code (line {exc.lineno}: {exc.msg})") from None
+    problem = validate(path, new)
+    if problem and validate(path, text) is None:
+        raise ValueError(f"fix produced invalid code ({problem})")
+    return new
+
+
 def write_atomic(path: Path, data: bytes) -> None:
     """Write to a temp file beside `path`, keep its mode, then rename over it."""
     if os.path.islink(path):

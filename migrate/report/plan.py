@@ -80,6 +80,8 @@ class Plan:
     cuda: list[ReviewItem]
     effort: list[EffortLine] = field(default_factory=list)
     rules: dict[str, Rule] = field(default_factory=dict)
+    # `migrate apply --test --test-report FILE`'s JSON, shown by the HTML plan.
+    tests: dict | None = None
 
     @property
     def applied_total(self) -> int:
@@ -471,6 +473,40 @@ def _html_table(headers: list[str], rows: list[list[str]], numeric: set[int] = f
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>{more}"
 
 
+def _tests_html(doc: dict) -> str:
+    """What `apply --test` kept and reverted (its --test-report JSON)."""
+    e = html.escape
+
+    def where(unit: dict) -> str:
+        first = unit["fixes"][0]
+        return f"{first['path']}:{first['line']}:{first['column']}"
+
+    kept = sum(len(u["fixes"]) for u in doc.get("kept", []))
+    rows = [
+        [
+            f"<code>{e(where(u))}</code>",
+            e(" + ".join(f["rule"] for f in u["fixes"])),
+            f"<code>{e(b['test'])}</code>",
+            e(b["failure"]),
+        ]
+        for u in doc.get("reverted", [])
+        for b in u.get("broke", [])
+    ]
+    parts = [
+        f"<h2>Tested with <code>{e(doc.get('command', ''))}</code></h2>",
+        f"<p>{kept} fix{'es' * (kept != 1)} kept, {_count(len(doc.get('reverted', [])), 'unit')} "
+        f"reverted; {_count(doc.get('suite_runs', 0), 'suite run')} in "
+        f"{doc.get('seconds', 0):.1f} s (one run: {doc.get('one_suite_seconds', 0):.1f} s).</p>",
+    ]
+    if rows:
+        parts.append(_html_table(["Where", "Fixes", "Test it broke", "Failure"], rows))
+    flaky = doc.get("flaky", [])
+    if flaky:
+        items = "".join(f"<li><code>{e(f['test'])}</code>: {e(f['why'])}</li>" for f in flaky)
+        parts.append(f"<p>Flaky tests, ignored:</p><ul>{items}</ul>")
+    return "".join(parts)
+
+
 def render_html(plan: Plan) -> str:
     e = html.escape
     n = len(plan.findings)
@@ -585,6 +621,8 @@ def render_html(plan: Plan) -> str:
                 ],
             )
         )
+    if plan.tests is not None:
+        body.append(_tests_html(plan.tests))
     body += [
         "<h2>Effort estimate</h2>",
         _html_table(
