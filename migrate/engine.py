@@ -115,9 +115,13 @@ class CheckSet:
         # is ignored must not fall through to a catch-all pattern (MIG120 torch.jit.*).
         self._exact: dict[str, str] = {}
         self._patterns: list[tuple[str, str]] = []
+        # Top packages the walk resolves: torch, and frameworks whose rules list symbols
+        # (detectron2, timm: issue 19).
+        self.roots = {"torch"}
         for rule in rules.values():
             if rule.target != "python":
                 continue
+            self.roots.update(s.split(".")[0] for s in rule.symbols)
             for symbol in rule.symbols:
                 if "*" in symbol:
                     self._patterns.append((symbol, rule.code))
@@ -176,7 +180,7 @@ class _Walker:
         if not isinstance(expr, (ast.Name, ast.Attribute)):
             return None
         qual = self.table.qualname(expr)
-        if not qual or not qual.startswith("torch"):
+        if not qual or not (qual.startswith("torch") or qual.split(".")[0] in self.checks.roots):
             return None
         check = self.checks.for_symbol(qual)
         return (qual, check) if check else None

@@ -1,0 +1,76 @@
+"""MIG140: LightningModule.to_torchscript(...) -> torch.export.export(model, (example,))."""
+
+from __future__ import annotations
+
+import ast
+
+from migrate.checks import _wrappers as wr
+from migrate.checks._export_rewrite import _short
+from migrate.checks.base import PythonCheck, PythonContext
+
+PARAMS = ("file_path", "method", "example_inputs")
+SYMBOL = "lightning.pytorch.LightningModule.to_torchscript"
+
+
+class LightningToTorchscript(PythonCheck):
+    code = "MIG140"
+    prefilter = (r"to_torchscript",)
+    node_types = (ast.Call,)
+
+    def on_node(self, node: ast.AST, ctx: PythonContext) -> None:
+        assert isinstance(node, ast.Call)
+        func = node.func
+        if not isinstance(func, ast.Attribute) or func.attr not in wr.method_names(self.rule):
+            return
+        if wr.framework_import(ctx, self.rule) is None:
+            return  # another class's method of that name
+        model = ctx.source(func.value)
+        args = wr.bind(node, PARAMS)
+        method = args.get("method")
+        traced = isinstance(method, ast.Constant) and method.value == "trace"
+        does = "traces" if traced else "scripts"
+        spelled = f"{model}.{func.attr}({'...' if node.args or node.keywords else ''})"
+        head = f"`{_short(spelled)}` {does} the module into TorchScript through Lightning"
+        example, note = _example(ctx, node, args, model)
+        parts = [f"{head}; capture it with `torch.export.export({model}, {example})`{note}"]
+        path = args.get("file_path")
+        if path is not None and not wr.is_literal(path, None):
+            parts.append(
+                f"save that with `torch.export.save(ep, ...)` to a `.pt2` in place of "
+                f"`{_short(ctx.source(path))}`, and move what loads that file with it"
+            )
+        parts.append(f"for ONNX, `{model}.to_onnx(path, example, dynamo=True)`")
+        ctx.report(self.rule, node, "; ".join(parts), symbol=SYMBOL)
+
+
+def _example(
+    ctx: PythonContext, call: ast.Call, args: dict[str, ast.expr], model: str
+) -> tuple[str, str]:
+    """export's args for the message, and what the reader must supply."""
+    given = args.get("example_inputs")
+    if given is not None and not wr.is_literal(given, None):
+        text = _short(ctx.source(given))
+        return (text if isinstance(given, ast.Tuple) else f"({text},)"), ""
+    if _defines_example_array(ctx):
+        return f"({model}.example_input_array,)", ""
+    return "(example,)", (
+        " with a sample batch as `example` (or define `example_input_array` on the class)"
+    )
+
+
+def _defines_example_array(ctx: PythonContext) -> bool:
+    """Some class of this file sets `example_input_array` (in a method or its body)."""
+
+    def find() -> bool:
+        for node in ast.walk(ctx.tree):
+            if isinstance(node, ast.Attribute) and node.attr == "example_input_array":
+                if isinstance(node.ctx, ast.Store):
+                    return True
+            if isinstance(node, (ast.FunctionDef, ast.Name)):
+                name = node.name if isinstance(node, ast.FunctionDef) else node.id
+                stored = isinstance(node, ast.FunctionDef) or isinstance(node.ctx, ast.Store)
+                if name == "example_input_array" and stored:
+                    return True
+        return False
+
+    return ctx.memo("example_input_array", find)
