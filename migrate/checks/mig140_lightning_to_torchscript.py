@@ -51,10 +51,14 @@ def _example(
     if given is not None and not wr.is_literal(given, None):
         text = _short(ctx.source(given))
         return (text if isinstance(given, ast.Tuple) else f"({text},)"), ""
-    if _defines_example_array(ctx):
+    method = args.get("method")
+    if _defines_example_array(ctx) or (
+        isinstance(method, ast.Constant) and method.value == "trace"
+    ):
+        # Lightning traces with `example_input_array` when no inputs are given.
         return f"({model}.example_input_array,)", ""
     return "(example,)", (
-        " with a sample batch as `example` (or define `example_input_array` on the class)"
+        f" with a sample batch as `example` (`{model}.example_input_array` where its class sets it)"
     )
 
 

@@ -1,0 +1,120 @@
+"""Framework wrappers that make TorchScript (issue 19): artifact flow and a sample repository.
+
+The rule cases live in fixtures/rules/MIG140-MIG144. Here: `to_torchscript(file_path=p)` is a
+producer of `p` in the repository facts, and fixtures/repos/lightning_app (a LightningModule
+published with `to_torchscript(file_path=...)` and read back with `torch.jit.load`; Lightning
+is a small stand-in package under its site-packages/) still runs and gives the same numbers
+after `migrate apply` and `migrate apply --unsafe-fixes`.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.analysis_support import Tree
+from tests.scan_support import clean_env, run_cli
+from tests.test_apply_safety_repos import assert_same_numbers, numbers, run_programs
+
+SAMPLE = Path(__file__).resolve().parent.parent / "fixtures" / "repos" / "lightning_app" / "before"
+
+SERVE = """
+    import torch
+
+    model = torch.jit.load("artifacts/m.pt")
+"""
+
+
+def test_to_torchscript_file_path_is_a_producer_linked_to_its_loader(tmp_path):
+    tree = Tree(
+        tmp_path,
+        {
+            "publish.py": """
+                import lightning.pytorch as pl
+
+                def publish(model: pl.LightningModule):
+                    model.to_torchscript(file_path="artifacts/m.pt", method="trace")
+                    model.to_torchscript("artifacts/m.pt")
+                    return model.to_torchscript()
+            """,
+            "serve.py": SERVE,
+        },
+    )
+    facts = tree.facts
+    consumer = facts.site_at(*tree.at("serve.py", "torch.jit.load"))
+    by_keyword = facts.site_at(*tree.at("publish.py", "model.to_torchscript"))
+    positional = facts.site_at(*tree.at("publish.py", "model.to_torchscript", 1))
+    assert consumer is not None and by_keyword is not None and positional is not None
+    assert by_keyword.role == positional.role == "producer"
+    assert by_keyword.api == "LightningModule.to_torchscript"
+    assert facts.producers_of(consumer) == [by_keyword, positional]
+    # Without a file path it only returns the module: no producer.
+    assert facts.site_at(*tree.at("publish.py", "model.to_torchscript", 2)) is None
+
+
+def test_to_torchscript_of_another_class_writes_nothing(tmp_path):
+    tree = Tree(
+        tmp_path,
+        {
+            "publish.py": """
+                class Exporter:
+                    def to_torchscript(self, file_path=None):
+                        return file_path
+
+                Exporter().to_torchscript(file_path="artifacts/m.pt")
+            """,
+            "serve.py": SERVE,
+        },
+    )
+    consumer = tree.facts.site_at(*tree.at("serve.py", "torch.jit.load"))
+    assert consumer is not None and tree.facts.producers_of(consumer) == []
+    assert tree.facts.producers == []
+
+
+def test_scan_finds_to_torchscript_in_a_file_without_jit(tmp_path):
+    """The prefilter lets `to_torchscript` through; the loader is held by its producer."""
+    tree = tmp_path / "app"
+    shutil.copytree(SAMPLE, tree)
+    scan = run_cli(["scan", "--format", "json", "."], tree, clean_env(tmp_path))
+    assert scan.code == 1, scan.stderr
+    found = {(f["path"], f["line"], f["rule"]): f for f in json.loads(scan.stdout)["findings"]}
+    assert ("app/publish.py", 16, "MIG140") in found
+    assert ("app/publish.py", 21, "MIG140") in found
+    held = found[("app/serve.py", 9, "MIG202")]
+    assert held["fix"] == "assisted"
+    assert "written by app/publish.py:16, which stays TorchScript" in held["message"]
+    # The stand-in package is installed code, and a docstring mention is no finding.
+    assert not [k for k in found if k[0].startswith("site-packages")]
+    assert not [k for k in found if k[0] == "app/model.py" and k[2] == "MIG140"]
+
+
+MODES = {"safe": [], "unsafe": ["--unsafe-fixes"]}
+
+
+@pytest.mark.verify
+def test_lightning_sample_runs_the_same_after_apply(tmp_path):
+    pytest.importorskip("torch")
+    trees = {"original": tmp_path / "original"}
+    shutil.copytree(SAMPLE, trees["original"])
+    for mode, extra in MODES.items():
+        tree = tmp_path / mode
+        shutil.copytree(SAMPLE, tree)
+        applied = run_cli(
+            ["apply", "--allow-dirty", *extra, str(tree)], tmp_path, clean_env(tmp_path)
+        )
+        assert applied.code in (0, 1), applied.stdout + applied.stderr
+        # The Lightning pair stays TorchScript together; the plain trace is rewritten.
+        publish = (tree / "app" / "publish.py").read_text(encoding="utf-8")
+        serve = (tree / "app" / "serve.py").read_text(encoding="utf-8")
+        model = (tree / "app" / "model.py").read_text(encoding="utf-8")
+        assert publish == (SAMPLE / "app" / "publish.py").read_text(encoding="utf-8")
+        assert "torch.jit.load(CLASSIFIER_PATH)" in serve
+        assert "torch.export.export(Scaler()" in model, f"[{mode}] trace not rewritten"
+        trees[mode] = tree
+    runs = run_programs(tmp_path, trees)
+    expected = numbers(runs["original"], "original")
+    for mode in MODES:
+        assert_same_numbers(numbers(runs[mode], mode), expected)
