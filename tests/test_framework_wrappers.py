@@ -118,3 +118,29 @@ def test_lightning_sample_runs_the_same_after_apply(tmp_path):
     expected = numbers(runs["original"], "original")
     for mode in MODES:
         assert_same_numbers(numbers(runs[mode], mode), expected)
+
+
+def test_lightning_through_the_repositorys_own_modules(tmp_path):
+    """A file importing Lightning's names from a module of the repository is a Lightning
+    file: that module re-exports them (skipped by the prefilter: its import lines are
+    remembered) or imports Lightning itself (parsed). A file importing neither is not."""
+    from migrate.engine import ScanOptions, scan
+
+    files = {
+        "mypkg/__init__.py": "from lightning.pytorch import LightningModule\n",
+        "mypkg/parsed.py": "import pytorch_lightning as pl\nimport torch\n\n"
+        "def script(m):\n    return torch.jit.script(m)\n",
+        "other/__init__.py": "",
+        "reexport.py": "from mypkg import LightningModule\n",
+        "parsed.py": "from mypkg.parsed import script\n",
+        "unrelated.py": "import other\n",
+    }
+    for name, text in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if name in ("reexport.py", "parsed.py", "unrelated.py"):
+            text += "\n\ndef ship(model):\n    return model.to_torchscript()\n"
+        path.write_text(text, encoding="utf-8")
+    result = scan([tmp_path], ScanOptions(select=["MIG140"], cache=False, use_git=False))
+    assert not result.errors
+    assert sorted(Path(f.path).name for f in result.findings) == ["parsed.py", "reexport.py"]

@@ -4,9 +4,11 @@ the framework, which argument is which, and the edit that drops one argument of 
 from __future__ import annotations
 
 import ast
+import re
+from collections.abc import Mapping
 
 from migrate.checks._flow import parent
-from migrate.checks.base import Edit, PythonContext
+from migrate.checks.base import Edit, PythonCheck, PythonContext
 from migrate.registry import Rule
 
 
@@ -71,3 +73,66 @@ def statement_call(ctx: PythonContext, call: ast.Call) -> ast.Expr | None:
     """The expression statement that is just this call (`f(x)` on its own line)."""
     holder = parent(ctx, call)
     return holder if isinstance(holder, ast.Expr) else None
+
+
+class FrameworkMethodCheck(PythonCheck):
+    """A rule matching a method name (`.to_torchscript(`), reported only in files that use
+    the rule's framework: by importing it, or by importing a module of the repository that
+    imports it (`from mypkg.base import LightningModule`). The second is found in the
+    repository pass: a file with a match and no framework import asks for the modules it
+    imports; modules that import the framework say so (their facts when parsed, their
+    remembered import lines when the prefilter skipped them)."""
+
+    def __init__(self, rule: Rule, options: dict | None = None) -> None:
+        super().__init__(rule, options)
+        roots = "|".join(re.escape(r) for r in rule.extra.get("frameworks") or ())
+        self.remember = rf"(?m:^[ \t]*(?:from|import)[ \t]+({roots})\b)"
+
+    def uses_framework(self, ctx: PythonContext) -> str | None:
+        """What makes this file a user of the framework (an import, or a repository module
+        that imports it); None after asking the repository pass about its imports."""
+        direct = framework_import(ctx, self.rule)
+        if direct is not None:
+            return direct
+        via = self._through_repo(ctx.repo_facts, ctx.table.repo_imports)
+        if via is None:
+            ctx.facts.setdefault(self._asks, set()).update(_prefixes(ctx.table.repo_imports))
+        return via
+
+    def on_end(self, ctx: PythonContext) -> None:
+        if ctx.table.module and framework_import(ctx, self.rule) is not None:
+            ctx.facts.setdefault(self._users, set()).add(ctx.table.module)
+
+    def rerun(
+        self,
+        repo: Mapping[str, frozenset[str]],
+        facts: Mapping[str, set[str]] | None,
+        remembered: set[str],
+    ) -> bool:
+        asked = (facts or {}).get(self._asks)
+        return bool(asked) and self._through_repo(repo, asked) is not None
+
+    def _through_repo(self, repo: Mapping[str, frozenset[str]], imports) -> str | None:
+        roots = set(self.rule.extra.get("frameworks") or ())
+        users = repo.get(self._users, frozenset())
+        for module in sorted(_prefixes(imports)):
+            if module in users or roots & set(repo.get(f"remembered:{module}", ())):
+                return module
+        return None
+
+    @property
+    def _asks(self) -> str:
+        return f"{self.code}:asks"
+
+    @property
+    def _users(self) -> str:
+        return f"{self.code}:users"
+
+
+def _prefixes(qualnames) -> set[str]:
+    """Every module a set of imported names could come from (`a.b.C` -> a, a.b, a.b.C)."""
+    out = set()
+    for qual in qualnames:
+        parts = qual.split(".")
+        out.update(".".join(parts[:i]) for i in range(1, len(parts) + 1))
+    return out

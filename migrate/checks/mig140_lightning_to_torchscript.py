@@ -6,13 +6,13 @@ import ast
 
 from migrate.checks import _wrappers as wr
 from migrate.checks._export_rewrite import _short
-from migrate.checks.base import PythonCheck, PythonContext
+from migrate.checks.base import PythonContext
 
 PARAMS = ("file_path", "method", "example_inputs")
 SYMBOL = "lightning.pytorch.LightningModule.to_torchscript"
 
 
-class LightningToTorchscript(PythonCheck):
+class LightningToTorchscript(wr.FrameworkMethodCheck):
     code = "MIG140"
     prefilter = (r"to_torchscript",)
     node_types = (ast.Call,)
@@ -22,7 +22,7 @@ class LightningToTorchscript(PythonCheck):
         func = node.func
         if not isinstance(func, ast.Attribute) or func.attr not in wr.method_names(self.rule):
             return
-        if wr.framework_import(ctx, self.rule) is None:
+        if self.uses_framework(ctx) is None:
             return  # another class's method of that name
         model = ctx.source(func.value)
         args = wr.bind(node, PARAMS)

@@ -6,7 +6,7 @@ import ast
 import re
 
 from migrate.checks import _wrappers as wr
-from migrate.checks.base import PythonCheck, PythonContext
+from migrate.checks.base import PythonContext
 
 FORMAT = "torchscript"
 # `export.py ... --include ... torchscript` written as one command string.
@@ -25,7 +25,7 @@ RUNNERS = frozenset(
 ROUTE = '`format="executorch"` (Ultralytics releases that list it) or `format="onnx"`'
 
 
-class UltralyticsTorchscriptExport(PythonCheck):
+class UltralyticsTorchscriptExport(wr.FrameworkMethodCheck):
     code = "MIG142"
     prefilter = (r"torchscript",)
     node_types = (ast.Call,)
@@ -39,7 +39,7 @@ class UltralyticsTorchscriptExport(PythonCheck):
             fmt = wr.keyword(node, "format")
             if fmt is not None and _names_torchscript(fmt.value):
                 fmt_text = ctx.source(fmt.value)
-                if wr.framework_import(ctx, self.rule) is not None:
+                if self.uses_framework(ctx) is not None:
                     self._report(ctx, node, f"`{ctx.source(func)}(format={fmt_text})`", ROUTE)
                 return
         if isinstance(func, ast.Attribute) and func.attr == "run" and _is_export_module(ctx, func):
