@@ -5,8 +5,10 @@ from __future__ import annotations
 import ast
 
 from migrate.checks import _wrappers as wr
-from migrate.checks._export_rewrite import _short
-from migrate.checks.base import PythonContext
+from migrate.checks._export_rewrite import _short, _unsupported, example_args, result_uses
+from migrate.checks._flow import parent
+from migrate.checks.base import Edit, PythonContext
+from migrate.findings import FixKind
 
 PARAMS = ("file_path", "method", "example_inputs")
 SYMBOL = "lightning.pytorch.LightningModule.to_torchscript"
@@ -40,7 +42,23 @@ class LightningToTorchscript(wr.FrameworkMethodCheck):
                 f"`{_short(ctx.source(path))}`, and move what loads that file with it"
             )
         parts.append(f"for ONNX, `{model}.to_onnx(path, example, dynamo=True)`")
-        ctx.report(self.rule, node, "; ".join(parts), symbol=SYMBOL)
+        if traced and path is None:
+            edits, imports, problem = _rewrite(ctx, node, args)
+            if problem is None:
+                ctx.report(
+                    self.rule,
+                    node,
+                    f"{head}; captured with `torch.export.export({model}.eval(), ...)`, calls "
+                    "go through `.module()`: the model stays in eval mode afterwards (Lightning "
+                    "restored its mode) and export specializes shapes to the example",
+                    symbol=SYMBOL,
+                    fix=FixKind.AUTO,
+                    edits=edits,
+                    imports=imports,
+                )
+                return
+            parts.append(f"not rewritten: {problem}")
+        ctx.report(self.rule, node, "; ".join(parts), symbol=SYMBOL, fix=FixKind.ASSISTED)
 
 
 def _example(
@@ -49,6 +67,9 @@ def _example(
     """export's args for the message, and what the reader must supply."""
     given = args.get("example_inputs")
     if given is not None and not wr.is_literal(given, None):
+        inputs = example_args(ctx, given, ctx.table.scope_for(call))
+        if inputs is not None and len(inputs) <= 40:
+            return inputs, ""
         text = _short(ctx.source(given))
         return (text if isinstance(given, ast.Tuple) else f"({text},)"), ""
     method = args.get("method")
@@ -78,3 +99,33 @@ def _defines_example_array(ctx: PythonContext) -> bool:
         return False
 
     return ctx.memo("example_input_array", find)
+
+
+def _rewrite(
+    ctx: PythonContext, call: ast.Call, args: dict[str, ast.expr]
+) -> tuple[list[Edit], tuple[str, ...], str | None]:
+    """`ts = m.to_torchscript(method="trace", example_inputs=x)` whose result is only called
+    -> `ts = torch.export.export(m.eval(), (x,))`, each call `ts.module()(...)`."""
+    if any(isinstance(a, ast.Starred) for a in call.args) or set(args) - set(PARAMS):
+        return [], (), "it passes trace options through `**kwargs`; drop them and export"
+    given = args.get("example_inputs")
+    if given is None or wr.is_literal(given, None):
+        return [], (), "it traces with `example_input_array`; pass it to export explicitly"
+    scope = ctx.table.scope_for(call)
+    inputs = example_args(ctx, given, scope)
+    if inputs is None:
+        return [], (), f"cannot tell whether `{_short(ctx.source(given))}` is one input or several"
+    uses, problem = result_uses(ctx, call, scope)
+    if problem is not None:
+        return [], (), problem
+    if not uses or uses == [call]:
+        return [], (), "its result is not kept in a name the tool can follow"
+    for use in uses:
+        holder = parent(ctx, use)
+        if not (isinstance(holder, ast.Call) and holder.func is use):
+            return [], (), _unsupported(ctx, use, holder)
+    export, imports = ctx.spell("torch.export.export", scope)
+    model = ctx.source(call.func.value)  # type: ignore[attr-defined]
+    edits = [Edit(*ctx.span(call), f"{export}({model}.eval(), {inputs})")]
+    edits += [Edit(ctx.end(use), ctx.end(use), ".module()") for use in uses]
+    return edits, imports, None
