@@ -116,12 +116,15 @@ class CheckSet:
         self._exact: dict[str, str] = {}
         self._patterns: list[tuple[str, str]] = []
         # Top packages the walk resolves: torch, and frameworks whose rules list symbols
-        # (detectron2, timm: issue 19).
+        # (detectron2, timm: issue 19); their APIs are followed through repo re-exports.
         self.roots = {"torch"}
+        self.framework_apis: set[str] = set()
         for rule in rules.values():
             if rule.target != "python":
                 continue
             self.roots.update(s.split(".")[0] for s in rule.symbols)
+            apis = [*rule.symbols, *rule.extra.get("calls", ())]
+            self.framework_apis.update(s for s in apis if not s.startswith("torch"))
             for symbol in rule.symbols:
                 if "*" in symbol:
                     self._patterns.append((symbol, rule.code))
@@ -833,7 +836,8 @@ class Scanner:
         ran_with: dict[str, int] = {}
         resolved: dict[str, str] = {}
         for _ in range(5):
-            resolved = _close_exports([*(r.exports for r in results.values()), *outside])
+            tables = [*(r.exports for r in results.values()), *outside]
+            resolved = _close_exports(tables, self.checks.framework_apis)
             if not resolved:
                 return resolved
             modules = {k.rsplit(".", 1)[0] for k in resolved}
@@ -859,14 +863,22 @@ class Scanner:
         return resolved
 
 
-def _close_exports(tables: Iterable[dict[str, str]]) -> dict[str, str]:
-    """Follow repo-module re-export chains to the torch name at their end."""
+def _close_exports(
+    tables: Iterable[dict[str, str]], framework_apis: Iterable[str] = ()
+) -> dict[str, str]:
+    """Follow repo-module re-export chains to the torch name at their end, or to a
+    framework API a rule names (or a module on its path: `timm.layers`, not `timm`)."""
+    ends = {
+        ".".join(parts[:cut])
+        for parts in (api.split(".") for api in framework_apis)
+        for cut in range(2, len(parts) + 1)
+    }
     raw: dict[str, str] = {}
     for table in tables:
         raw.update(table)
 
     def follow(qual: str, depth: int = 0) -> str | None:
-        if qual.startswith("torch"):
+        if qual.startswith("torch") or qual in ends:
             return qual
         if depth > 8:
             return None

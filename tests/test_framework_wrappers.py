@@ -147,3 +147,32 @@ def test_lightning_through_the_repositorys_own_modules(tmp_path):
     result = scan([tmp_path], ScanOptions(select=["MIG140"], cache=False, use_git=False))
     assert not result.errors
     assert sorted(Path(f.path).name for f in result.findings) == ["parsed.py", "reexport.py"]
+
+
+def test_framework_apis_through_a_repository_reexport(tmp_path):
+    """detectron2 and timm APIs imported through a module of the repository resolve to the
+    framework's name; the bare top module (`mypkg.timm`) is not followed (every importer
+    of such a module would be analysed twice)."""
+    from migrate.engine import ScanOptions, scan
+
+    (tmp_path / "mypkg").mkdir()
+    (tmp_path / "mypkg" / "__init__.py").write_text(
+        "import timm\nimport timm.layers as L\nfrom timm import create_model\n"
+        "from detectron2.export import scripting_with_instances as swi\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "app.py").write_text(
+        "import mypkg\nfrom mypkg import L, create_model, swi\n\n"
+        "L.set_scriptable(True)\n"
+        "m = create_model('resnet18', scriptable=True)\n"
+        "ts = swi(m, {})\n"
+        "mypkg.timm.layers.set_scriptable(True)\n",
+        encoding="utf-8",
+    )
+    result = scan([tmp_path], ScanOptions(select=["MIG141", "MIG144"], cache=False, use_git=False))
+    assert not result.errors
+    assert [(f.line, f.rule) for f in result.findings] == [
+        (4, "MIG144"),
+        (5, "MIG144"),
+        (6, "MIG141"),
+    ]
