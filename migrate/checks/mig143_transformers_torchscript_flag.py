@@ -1,4 +1,5 @@
-"""MIG143: torchscript=True on a transformers from_pretrained / *Config call -> dropped."""
+"""MIG143: torchscript=True on a transformers from_pretrained / *Config call (or set on a
+config in a transformers file) -> return_dict=False."""
 
 from __future__ import annotations
 
@@ -12,9 +13,12 @@ from migrate.findings import FixKind
 class TransformersTorchscriptFlag(PythonCheck):
     code = "MIG143"
     prefilter = (r"torchscript",)
-    node_types = (ast.Call,)
+    node_types = (ast.Call, ast.Assign)
 
     def on_node(self, node: ast.AST, ctx: PythonContext) -> None:
+        if isinstance(node, ast.Assign):
+            self.on_assign(node, ctx)
+            return
         assert isinstance(node, ast.Call)
         flag = wr.keyword(node, "torchscript")
         if flag is None or wr.is_literal(flag.value, False):
@@ -52,3 +56,35 @@ class TransformersTorchscriptFlag(PythonCheck):
             fix=FixKind.AUTO,
             edits=[edit],
         )
+
+    def on_assign(self, node: ast.Assign, ctx: PythonContext) -> None:
+        """`config.torchscript = True` (`model.config`, `bert_config`...) in a file that
+        imports transformers; another object's `torchscript` attribute is not a config's."""
+        target = node.targets[0]
+        if not (
+            len(node.targets) == 1
+            and isinstance(target, ast.Attribute)
+            and target.attr == "torchscript"
+            and "config" in _last_name(target.value).lower()
+            and wr.is_literal(node.value, True)
+            and wr.framework_import(ctx, self.rule) is not None
+        ):
+            return
+        owner = ctx.source(target.value)
+        ctx.report(
+            self.rule,
+            node,
+            f"`{owner}.torchscript = True` prepares the model for `torch.jit.trace`; became "
+            f"`{owner}.return_dict = False` (outputs stay tuples): capture the model with "
+            "`torch.export.export(model, (input_ids,))`; input and output embeddings are tied "
+            "again, not cloned",
+            symbol="transformers.PretrainedConfig.torchscript",
+            fix=FixKind.AUTO,
+            edits=[Edit(*ctx.span(node), f"{owner}.return_dict = False")],
+        )
+
+
+def _last_name(expr: ast.expr) -> str:
+    if isinstance(expr, ast.Name):
+        return expr.id
+    return expr.attr if isinstance(expr, ast.Attribute) else ""
