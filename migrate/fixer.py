@@ -15,6 +15,7 @@ import io
 import os
 import signal
 import stat
+import sys
 import tempfile
 import threading
 import tokenize
@@ -337,13 +338,11 @@ def fix_imports(text: str, specs: list[str], python_file: bool = True) -> str:
     edits = _removal_edits(text, tree, to_remove)
     if edits is None:
         return _fix_imports_libcst(text, to_add, to_remove)
-    index = LineIndex(text)
     newline = newline_of(text)
     # Plain imports first, then from-imports, each sorted (as libcst's AddImportsVisitor).
     additions = sorted(dict.fromkeys(to_add), key=lambda s: (s.startswith("from "), s))
     if additions:
-        at = index.offset(_insertion_line(tree), 0)
-        edits.append(Edit(at, at, "".join(f"{spec}\n" for spec in additions)))
+        edits.extend(_addition_edits(text, tree, additions))
     return apply_edits(text, edits, newline)
 
 
@@ -396,6 +395,98 @@ def _removal_edits(
                 new = ""
             edits.append(Edit(first, last, new))
     return edits
+
+
+def _section(module: str, level: int = 0) -> int:
+    """isort's section order: __future__, standard library, third party, local."""
+    if level:
+        return 3
+    top = module.split(".")[0]
+    if top == "__future__":
+        return 0
+    return 1 if top in sys.stdlib_module_names else 2
+
+
+def _sort_key(stmt: ast.stmt) -> tuple[int, str]:
+    """ruff's default isort order inside a section: `import x` lines, then `from x import`."""
+    if isinstance(stmt, ast.Import):
+        return (0, stmt.names[0].name.lower())
+    assert isinstance(stmt, ast.ImportFrom)
+    return (1, ("." * stmt.level + (stmt.module or "")).lower())
+
+
+def _addition_edits(text: str, tree: ast.Module, additions: list[str]) -> list[Edit]:
+    """Insert each import into the leading import block where isort would put it: inside the
+    group of its section in sorted position, or as a new group between its neighbours."""
+    index = LineIndex(text)
+    block = _leading_imports(tree)
+    inserts: dict[tuple[int, int], list[tuple[tuple[int, str], str]]] = {}
+    if not block:
+        line = _insertion_line(tree)
+        after_new = "\n" if index.offset(line, 0) < len(text) else ""
+        if after_new and text[index.offset(line, 0) :].startswith(("\n", "\r\n")):
+            after_new = ""
+        elif after_new and isinstance(_first_code(tree, line), (ast.FunctionDef, ast.ClassDef)):
+            after_new = "\n\n"
+        at = index.offset(line, 0)
+        return [Edit(at, at, "".join(f"{s}\n" for s in additions) + after_new)]
+    groups: list[list[ast.stmt]] = [[block[0]]]
+    for prev, stmt in zip(block, block[1:], strict=False):
+        if stmt.lineno > prev.end_lineno + 1:  # type: ignore[operator]
+            groups.append([])
+        groups[-1].append(stmt)
+    ranks = [_group_section(g) for g in groups]
+    for spec in additions:
+        new = ast.parse(spec).body[0]
+        rank = _section(getattr(new, "module", None) or new.names[0].name)  # type: ignore[attr-defined]
+        key = _sort_key(new)
+        if rank in ranks:
+            group = groups[ranks.index(rank)]
+            later = [s for s in group if _sort_key(s) > key]
+            if later:
+                where = (index.offset(later[0].lineno, 0), 0)
+            else:
+                where = (index.offset(group[-1].end_lineno + 1, 0), 0)  # type: ignore[operator]
+        else:
+            higher = [g for g, r in zip(groups, ranks, strict=True) if r > rank]
+            if higher:
+                where = (index.offset(higher[0][0].lineno, 0), 1)  # new group above it
+            else:
+                where = (index.offset(groups[-1][-1].end_lineno + 1, 0), 2)  # type: ignore[operator]
+        inserts.setdefault(where, []).append((key, spec))
+    # One edit per offset: the end of the last group may also take a new group after it.
+    texts: dict[int, str] = {}
+    for (at, kind), specs in sorted(inserts.items()):
+        lines = "".join(f"{spec}\n" for _, spec in sorted(specs))
+        texts[at] = texts.get(at, "") + {0: lines, 1: lines + "\n", 2: "\n" + lines}[kind]
+    return [Edit(at, at, added) for at, added in texts.items()]
+
+
+def _leading_imports(tree: ast.Module) -> list[ast.stmt]:
+    """The module's first run of import statements (after the docstring)."""
+    body = list(tree.body)
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    block = []
+    for stmt in body:
+        if not isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            break
+        block.append(stmt)
+    return block
+
+
+def _group_section(group: list[ast.stmt]) -> int:
+    sections = [
+        _section(s.module or "", s.level)
+        if isinstance(s, ast.ImportFrom)
+        else _section(s.names[0].name)
+        for s in group
+    ]
+    return max(set(sections), key=sections.count)
+
+
+def _first_code(tree: ast.Module, line: int) -> ast.stmt | None:
+    return next((s for s in tree.body if s.lineno >= line), None)
 
 
 def _insertion_line(tree: ast.Module) -> int:
@@ -566,6 +657,10 @@ def fix_source(
         findings = analyze(current)
         if replan is not None:
             findings = replan(findings)
+    if path.endswith((".py", ".pyi")):
+        from migrate.tidy import tidy
+
+        current = tidy(text, current, path)
     result.fixed = current
     result.applied = applied
     result.remaining = findings

@@ -198,15 +198,15 @@ def loaders_move_with_their_writers(ctx: Context) -> dict[FindingKey, str]:
         reason = None
         if site.role == "consumer":
             producers = facts.producers_of(site)  # type: ignore[attr-defined]
-            if site.key is None:
+            if site.key is None and site.basename is None:
                 reason = (
                     "it reads a path chosen at run time; the tool cannot see what writes it. "
                     "Once that file is converted (`migrate convert`), load the `.pt2`/`.pte`"
                 )
             elif not producers:
                 reason = (
-                    f"nothing in the repository writes `{site.key}`: convert that archive with "
-                    "`migrate convert` first, then load the file it writes"
+                    f"nothing in the repository writes `{site.file_name}`: convert that archive "
+                    "with `migrate convert` first, then load the file it writes"
                 )
             else:
                 staying = [
@@ -214,18 +214,18 @@ def loaders_move_with_their_writers(ctx: Context) -> dict[FindingKey, str]:
                 ]
                 if staying:
                     reason = (
-                        f"`{site.key}` is written by {_where(staying[0].span)}, which stays "
-                        "TorchScript in this run"
+                        f"`{site.file_name}` is written by {_where(staying[0].span)}, which "
+                        "stays TorchScript in this run"
                     )
         else:
             consumers = facts.consumers_of(site)  # type: ignore[attr-defined]
             staying = [c for c in consumers if _stays(ctx, _at(ctx, CONSUMER_RULES, *c.span.start))]
             if staying:
                 reason = (
-                    f"`{site.key}` is read by {_where(staying[0].span)}, which stays TorchScript "
-                    "in this run"
+                    f"`{site.file_name}` is read by {_where(staying[0].span)}, which stays "
+                    "TorchScript in this run"
                 )
-        if reason is None and site.key is not None:
+        if reason is None and site.file_name is not None:
             reason = _renamed_apart(facts, site)
         if reason is not None:
             for f in mine:
@@ -237,13 +237,15 @@ def _renamed_apart(facts, site) -> str | None:
     """Writers and readers of one file must rename it alike: all at a literal in the call,
     or all through one shared constant (which the rewrite leaves as it is)."""
     linked = [site, *facts.producers_of(site), *facts.consumers_of(site)]
+    # The rewrite renames a literal written in the call; a constant defined elsewhere stays.
     inline = {
-        s.path_def is not None and s.path is not None and _inside(s.path_def, s.path)
+        s.basename is not None
+        or (s.path_def is not None and s.path is not None and _inside(s.path_def, s.path))
         for s in linked
     }
     if len(inline) > 1:
         return (
-            f"`{site.key}` is named at the call in some places and through a constant in "
+            f"`{site.file_name}` is named at the call in some places and through a constant in "
             "others: the rename to the new extension would split them; name it one way"
         )
     return None

@@ -38,9 +38,9 @@ from migrate.fixer import fix_imports
         pytest.param(
             '"""Doc."""\nimport os\n\nprint(os)\n',
             ["from executorch.exir import to_edge_transform_and_lower", "import pathlib"],
-            '"""Doc."""\nimport os\nimport pathlib\n'
+            '"""Doc."""\nimport os\nimport pathlib\n\n'
             "from executorch.exir import to_edge_transform_and_lower\n\nprint(os)\n",
-            id="added-after-leading-imports-sorted",
+            id="added-in-isort-sections",
         ),
         pytest.param(
             "import torch\n\nprint(torch)\n",

@@ -77,7 +77,8 @@ class RepoFacts:
         return self._sites_at.get((display, line, column))
 
     def producers_of(self, consumer: Site) -> list[Site]:
-        """Producers writing the file a consumer reads (same key); [] when its key is None.
+        """Producers writing the file a consumer reads (same key, or same file name where one
+        side's folder is unknown); [] when nothing of its path is known.
         Producers with an unknown key are not included: see `unknown_producers`."""
         return self._linked(consumer, "producer")
 
@@ -86,9 +87,17 @@ class RepoFacts:
         return self._linked(producer, "consumer")
 
     def _linked(self, site: Site, role: str) -> list[Site]:
-        if site.key is None:
+        """Same key; or, where one side knows only the file name, the same file name."""
+        name = site.file_name
+        if name is None:
             return []
-        return [s for s in self._by_key.get(site.key, []) if s.role == role]
+        exact = self._by_key.get(site.key, []) if site.key is not None else []
+        loose = [
+            s
+            for s in self.sites
+            if s.file_name == name and (s.key is None or site.key is None) and s not in exact
+        ]
+        return [s for s in [*exact, *loose] if s.role == role]
 
     @property
     def unknown_producers(self) -> list[Site]:

@@ -94,6 +94,13 @@ class Site:
     key: str | None
     path_def: Span | None = None
     path_shared: int = 0
+    # The file name when only it is known (`os.path.join(out_dir, "model.pt")` with `out_dir`
+    # a parameter): writers and readers are then linked by it, loosely.
+    basename: str | None = None
+
+    @property
+    def file_name(self) -> str | None:
+        return posixpath.basename(self.key) if self.key else self.basename
 
     @property
     def lite(self) -> bool:
@@ -182,7 +189,28 @@ def _make(
     value = evaluate(repo, f, path, f.table.scope_for(path))
     key = normalise(value.text) if value is not None else None
     path_def = _extension_literal(value, key) if value is not None and key else None
-    return Site(role, api, f.span(call), f.span(path), key, path_def)
+    basename = None if key else _literal_file_name(repo, f, path)
+    return Site(role, api, f.span(call), f.span(path), key, path_def, basename=basename)
+
+
+def _literal_file_name(repo: Repo, f: FileIndex, path: ast.expr) -> str | None:
+    """`name.pt` when the path's last part is a literal file name and the folder is not known
+    (`os.path.join(folder, "name.pt")`, `folder / "name.pt"`, `f"{folder}/name.pt"`)."""
+    last: ast.expr | None = None
+    if isinstance(path, ast.Call) and f.qualname(path.func) == "os.path.join" and path.args:
+        last = path.args[-1]
+    elif isinstance(path, ast.BinOp) and isinstance(path.op, (ast.Div, ast.Add)):
+        last = path.right
+    elif isinstance(path, ast.JoinedStr) and path.values:
+        last = path.values[-1]
+    if not (isinstance(last, ast.Constant) and isinstance(last.value, str)):
+        return None
+    name = posixpath.basename(last.value.replace("\\", "/"))
+    if isinstance(path, ast.BinOp) and isinstance(path.op, ast.Add) and "/" not in last.value:
+        return None  # `prefix + ".pt"`: only an ending, not a name
+    if isinstance(path, ast.JoinedStr) and "/" not in last.value:
+        return None
+    return name if posixpath.splitext(name)[1] else None
 
 
 def normalise(text: str) -> str | None:
