@@ -106,7 +106,10 @@ def _rewrite(
 ) -> tuple[list[Edit], tuple[str, ...], str | None]:
     """`ts = m.to_torchscript(method="trace", example_inputs=x)` whose result is only called
     -> `ts = torch.export.export(m.eval(), (x,))`, each call `ts.module()(...)`."""
-    if any(isinstance(a, ast.Starred) for a in call.args) or set(args) - set(PARAMS):
+    unpacked = any(isinstance(a, ast.Starred) for a in call.args) or any(
+        k.arg is None for k in call.keywords
+    )
+    if unpacked or set(args) - set(PARAMS):
         return [], (), "it passes trace options through `**kwargs`; drop them and export"
     given = args.get("example_inputs")
     if given is None or wr.is_literal(given, None):
@@ -119,7 +122,7 @@ def _rewrite(
     if problem is not None:
         return [], (), problem
     if not uses or uses == [call]:
-        return [], (), "its result is not kept in a name the tool can follow"
+        return [], (), "its result is used in place, not bound to a name the tool can follow"
     for use in uses:
         holder = parent(ctx, use)
         if not (isinstance(holder, ast.Call) and holder.func is use):
