@@ -115,6 +115,9 @@ def _rewrite(
     if given is None or wr.is_literal(given, None):
         return [], (), "it traces with `example_input_array`; pass it to export explicitly"
     scope = ctx.table.scope_for(call)
+    if scope.kind != "function":
+        # Another module may import a module-level result; the planner only follows MIG10x.
+        return [], (), "its result is bound outside a function, where other modules can import it"
     inputs = example_args(ctx, given, scope)
     if inputs is None:
         return [], (), f"cannot tell whether `{_short(ctx.source(given))}` is one input or several"
