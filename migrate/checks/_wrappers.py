@@ -56,12 +56,29 @@ def drop_argument(ctx: PythonContext, call: ast.Call, arg: ast.AST) -> Edit:
     """Delete one argument with its separating comma, keeping the call's line breaks."""
     items = sorted([*call.args, *call.keywords], key=lambda n: (n.lineno, n.col_offset))  # type: ignore[attr-defined]
     index = next(i for i, node in enumerate(items) if node is arg)
+    own_lines = _own_lines(ctx, arg, last=index == len(items) - 1)
+    if own_lines is not None and len(items) > 1:
+        return own_lines
     if len(items) == 1:
         open_paren = ctx.text.index("(", ctx.end(call.func))
         return Edit(open_paren + 1, ctx.end(call) - 1, "")
     if index > 0:
         return Edit(ctx.end(items[index - 1]), ctx.end(arg), "")
     return Edit(ctx.start(arg), ctx.start(items[1]), "")
+
+
+def _own_lines(ctx: PythonContext, arg: ast.AST, last: bool) -> Edit | None:
+    """Deleting the whole lines of an argument written on lines of its own (one argument a
+    line, maybe with a comment): the comments of its neighbours stay where they are."""
+    first = ctx.index.offset(arg.lineno, 0)  # type: ignore[attr-defined]
+    after = ctx.index.offset(arg.end_lineno + 1, 0)  # type: ignore[attr-defined]
+    if ctx.text[first : ctx.start(arg)].strip():
+        return None
+    rest = ctx.text[ctx.end(arg) : after].strip()
+    tail = rest[1:].strip() if rest.startswith(",") else rest
+    if (rest.startswith(",") or last) and (not tail or tail.startswith("#")):
+        return Edit(first, after, "")
+    return None
 
 
 def in_keyword(ctx: PythonContext, names: tuple[str, ...]) -> bool:
