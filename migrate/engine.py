@@ -115,9 +115,16 @@ class CheckSet:
         # is ignored must not fall through to a catch-all pattern (MIG120 torch.jit.*).
         self._exact: dict[str, str] = {}
         self._patterns: list[tuple[str, str]] = []
+        # Top packages the walk resolves: torch, and frameworks whose rules list symbols
+        # (detectron2, timm: issue 19); their APIs are followed through repo re-exports.
+        self.roots = {"torch"}
+        self.framework_apis: set[str] = set()
         for rule in rules.values():
             if rule.target != "python":
                 continue
+            self.roots.update(s.split(".")[0] for s in rule.symbols)
+            apis = [*rule.symbols, *rule.extra.get("calls", ())]
+            self.framework_apis.update(s for s in apis if not s.startswith("torch"))
             for symbol in rule.symbols:
                 if "*" in symbol:
                     self._patterns.append((symbol, rule.code))
@@ -176,7 +183,7 @@ class _Walker:
         if not isinstance(expr, (ast.Name, ast.Attribute)):
             return None
         qual = self.table.qualname(expr)
-        if not qual or not qual.startswith("torch"):
+        if not qual or not (qual.startswith("torch") or qual.split(".")[0] in self.checks.roots):
             return None
         check = self.checks.for_symbol(qual)
         return (qual, check) if check else None
@@ -829,7 +836,8 @@ class Scanner:
         ran_with: dict[str, int] = {}
         resolved: dict[str, str] = {}
         for _ in range(5):
-            resolved = _close_exports([*(r.exports for r in results.values()), *outside])
+            tables = [*(r.exports for r in results.values()), *outside]
+            resolved = _close_exports(tables, self.checks.framework_apis)
             if not resolved:
                 return resolved
             modules = {k.rsplit(".", 1)[0] for k in resolved}
@@ -855,14 +863,22 @@ class Scanner:
         return resolved
 
 
-def _close_exports(tables: Iterable[dict[str, str]]) -> dict[str, str]:
-    """Follow repo-module re-export chains to the torch name at their end."""
+def _close_exports(
+    tables: Iterable[dict[str, str]], framework_apis: Iterable[str] = ()
+) -> dict[str, str]:
+    """Follow repo-module re-export chains to the torch name at their end, or to a
+    framework API a rule names (or a module on its path: `timm.layers`, not `timm`)."""
+    ends = {
+        ".".join(parts[:cut])
+        for parts in (api.split(".") for api in framework_apis)
+        for cut in range(2, len(parts) + 1)
+    }
     raw: dict[str, str] = {}
     for table in tables:
         raw.update(table)
 
     def follow(qual: str, depth: int = 0) -> str | None:
-        if qual.startswith("torch"):
+        if qual.startswith("torch") or qual in ends:
             return qual
         if depth > 8:
             return None

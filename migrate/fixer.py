@@ -35,7 +35,17 @@ WITH_UNSAFE = frozenset({Applicability.SAFE, Applicability.UNSAFE})
 MAX_ROUNDS = 5
 
 # Imports that only exist for TorchScript; removed when the rewrite leaves them unused.
-TORCHSCRIPT_MODULES = ("torch.jit", "torch.utils.mobile_optimizer", "torch.jit.mobile")
+TORCHSCRIPT_MODULES = (
+    "torch.jit",
+    "torch.utils.mobile_optimizer",
+    "torch.jit.mobile",
+    # timm's switches for scriptable layers (MIG144): `from timm.layers import set_scriptable`.
+    *(
+        f"{m}.{n}"
+        for m in ("timm.layers", "timm.layers.config", "timm.models.layers")
+        for n in ("set_scriptable", "set_layer_config")
+    ),
+)
 
 
 @dataclass
