@@ -25,9 +25,11 @@ def tidy(original: str, fixed: str, path: str) -> str:
     repair would not parse or changes nothing."""
     if fixed == original:
         return fixed
-    newline = "\r\n" if "\r\n" in fixed else "\n"
-    text = fixed.replace("\r\n", "\n")
-    before = original.replace("\r\n", "\n")
+    from migrate.fixer import newline_of
+
+    newline = newline_of(fixed)
+    text = fixed.replace(newline, "\n") if newline != "\n" else fixed
+    before = original.replace(newline, "\n") if newline != "\n" else original
     try:
         text = remove_unused_imports(before, text, Path(path).name == "__init__.py")
         written = _written_lines(before)
@@ -39,7 +41,7 @@ def tidy(original: str, fixed: str, path: str) -> str:
         text = _space_nested_functions(text, written)
         text = _collapse_blank_lines(before, text)
         ast.parse(text)
-    except (SyntaxError, ValueError, tokenize.TokenError):
+    except (SyntaxError, ValueError, tokenize.TokenError, IndexError):
         return fixed
     return text.replace("\n", newline) if newline != "\n" else text
 

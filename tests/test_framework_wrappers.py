@@ -106,7 +106,7 @@ def test_lightning_sample_runs_the_same_after_apply(tmp_path):
             ["apply", "--allow-dirty", *extra, str(tree)], tmp_path, clean_env(tmp_path)
         )
         assert applied.code in (0, 1), applied.stdout + applied.stderr
-        # The Lightning save/load pair stays TorchScript together; the plain trace is rewritten.
+        # The Lightning save/load pair stays TorchScript together.
         # Compared without whitespace: rewritten calls are wrapped to the line length.
         publish, serve, model = (
             "".join((tree / "app" / name).read_text(encoding="utf-8").split())
@@ -117,7 +117,9 @@ def test_lightning_sample_runs_the_same_after_apply(tmp_path):
         rewritten = "torch.export.export(model.eval()," in publish
         assert rewritten == (mode == "unsafe"), f"[{mode}] {publish}"
         assert "torch.jit.load(CLASSIFIER_PATH)" in serve
-        assert "torch.export.export(Scaler()," in model, f"[{mode}] trace not rewritten"
+        # export captures are unsafe (export can fail where trace ran): --unsafe-fixes only.
+        traced = "torch.export.export(Scaler()," in model
+        assert traced == (mode == "unsafe"), f"[{mode}] {model}"
         trees[mode] = tree
     runs = run_programs(tmp_path, trees)
     expected = numbers(runs["original"], "original")
