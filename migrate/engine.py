@@ -680,9 +680,14 @@ class Scanner:
         self._facts = None
         self._last_findings = out.findings
         out.findings = plan_fixes(out.findings, WITH_UNSAFE, self.codes, self.facts()).findings
+        if any(f.rule.startswith("MIG4") for f in out.findings):
+            # Serving code outside Python linked to the Python writers of its archives.
+            from migrate.analysis.serving import link_serving
+
+            out.findings = link_serving(out.findings, lambda: self.facts(force=True))
         return out
 
-    def facts(self) -> object | None:
+    def facts(self, force: bool = False) -> object | None:
         """Repository facts for the fix planner (migrate.analysis), built once, and only when
         a finding's fix depends on other files. Every Python file of the scan takes part as
         text (a loader's path constant or an importer of a capture can live in a file that
@@ -693,7 +698,7 @@ class Scanner:
         from migrate.fixplan import needs_facts
 
         findings = getattr(self, "_last_findings", [])
-        if not needs_facts(findings):
+        if not force and not needs_facts(findings):
             return None
         sources = []
         for job in self.jobs.values():
