@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 from migrate.checks.base import FileContext, TextCheck
 
@@ -52,8 +52,7 @@ def language(path: PurePosixPath) -> str | None:
     return None
 
 
-@dataclass(frozen=True, slots=True)
-class Token:
+class Token(NamedTuple):
     """One token: `name`, `string` (text: the contents, quotes dropped), `include` (text: the
     header of an #include/#import line) or `punct`. Offsets are the token's span."""
 
@@ -63,63 +62,54 @@ class Token:
     end: int
 
 
-_WS = r"(?P<ws>\s+)"
+# Every alternative is one outer named group (its kind); bodies are inner groups. Blanks
+# before a token are part of its match (one regex call per token, not two).
 _LINE = r"(?P<comment>//[^\n]*)"
-_BLOCK = r"(?P<block>/\*)"
+_BLOCK = r"(?P<block>/\*.*?(?:\*/|\Z))"
+_NESTED_BLOCK = r"(?P<nested_block>/\*)"  # Kotlin nests them: found by _block_end
 _NUM = r"(?P<num>\.?\d(?:[eEpP][+-]|[\w.'])*)"
-_PUNCT = r"(?P<punct>::|->|.)"
-_DQ = r'"(?P<dq>(?:[^"\\\n]|\\.)*)"?'
-_SQ = r"'(?P<sq>(?:[^'\\\n]|\\.)*)'?"
+_NAME = r"(?P<name>[A-Za-z_$][\w$]*)"
+_PUNCT = r"(?P<punct>::|->|\S)"
+_DQ = r'(?P<dq>"(?P<dq_body>(?:[^"\\\n]|\\.)*)"?)'
+_SQ = r"(?P<sq>'(?P<sq_body>(?:[^'\\\n]|\\.)*)'?)"
+_TEXT_BLOCK = r'(?P<text_block>"""(?P<text_block_body>.*?)(?:"""|\Z))'
 
 _PATTERNS = {
     C: [
-        _WS,
         _LINE,
         _BLOCK,
         r"(?P<include>#[ \t]*(?:include_next|include|import)[ \t]*"
         r'(?:<(?P<angle>[^>\n]*)>?|"(?P<quoted>[^"\n]*)"?))',
         # Raw strings R"delim( ... )delim" and prefixed literals (u8"", L'x').
-        r'(?:u8|u|U|L)?R"(?P<delim>[^()\\\s"]{0,16})\((?P<raw>.*?)\)(?P=delim)"',
+        r'(?P<raw>(?:u8|u|U|L)?R"(?P<delim>[^()\\\s"]{0,16})\((?P<raw_body>.*?)\)(?P=delim)")',
         r"(?:u8|u|U|L)?" + _DQ,
         r"(?:u8|u|U|L)?" + _SQ,
         _NUM,
-        r"(?P<name>[A-Za-z_$][\w$]*)",
+        _NAME,
         _PUNCT,
     ],
-    JAVA: [
-        _WS,
-        _LINE,
-        _BLOCK,
-        r'"""(?P<text_block>.*?)(?:"""|\Z)',
-        _DQ,
-        _SQ,
-        _NUM,
-        r"(?P<name>[A-Za-z_$][\w$]*)",
-        _PUNCT,
-    ],
+    JAVA: [_LINE, _BLOCK, _TEXT_BLOCK, _DQ, _SQ, _NUM, _NAME, _PUNCT],
+    KOTLIN: [_LINE, _NESTED_BLOCK, _TEXT_BLOCK, _DQ, _SQ, _NUM, _NAME, _PUNCT],
     GROOVY: [
-        _WS,
         _LINE,
         _BLOCK,
-        r'"""(?P<text_block>.*?)(?:"""|\Z)',
-        r"'''(?P<text_block_sq>.*?)(?:'''|\Z)",
+        _TEXT_BLOCK,
+        r"(?P<text_block_sq>'''(?P<text_block_sq_body>.*?)(?:'''|\Z))",
         _DQ,
         _SQ,
         _NUM,
-        r"(?P<name>[A-Za-z_$][\w$]*)",
+        _NAME,
         _PUNCT,
     ],
     CMAKE: [
-        _WS,
         r"(?P<bracket_comment>#\[(?P<eq1>=*)\[.*?(?:\](?P=eq1)\]|\Z))",
         r"(?P<comment>#[^\n]*)",
-        r"\[(?P<eq2>=*)\[(?P<bracket>.*?)(?:\](?P=eq2)\]|\Z)",
-        r'"(?P<dq>(?:[^"\\]|\\.)*)"?',
+        r"(?P<bracket>\[(?P<eq2>=*)\[(?P<bracket_body>.*?)(?:\](?P=eq2)\]|\Z))",
+        r'(?P<dq>"(?P<dq_body>(?:[^"\\]|\\.)*)"?)',
         r"(?P<name>[A-Za-z_@][\w.+-]*)",
         _PUNCT,
     ],
     RUBY: [
-        _WS,
         r"(?P<bracket_comment>^=begin\b.*?(?:^=end\b[^\n]*|\Z))",
         r"(?P<comment>#[^\n]*)",
         _DQ,
@@ -128,22 +118,25 @@ _PATTERNS = {
         _PUNCT,
     ],
 }
-_PATTERNS[KOTLIN] = _PATTERNS[JAVA]
 
-_STRING_GROUPS = ("raw", "dq", "sq", "text_block", "text_block_sq", "bracket")
-_SKIP_GROUPS = ("ws", "comment", "bracket_comment", "num")
+_STRINGS = {
+    "raw": "raw_body",
+    "dq": "dq_body",
+    "sq": "sq_body",
+    "text_block": "text_block_body",
+    "text_block_sq": "text_block_sq_body",
+    "bracket": "bracket_body",
+}
+_SKIPPED = frozenset({"comment", "block", "bracket_comment", "num"})
 
 
 @functools.cache
 def _master(lang: str) -> re.Pattern[str]:
-    return re.compile("|".join(_PATTERNS[lang]), re.S | re.M)
+    return re.compile(r"\s*(?:" + "|".join(_PATTERNS[lang]) + ")", re.S | re.M)
 
 
-def _block_end(text: str, start: int, nested: bool) -> int:
-    """The end of a /* */ comment opened at `start` (Kotlin nests them)."""
-    if not nested:
-        end = text.find("*/", start + 2)
-        return len(text) if end < 0 else end + 2
+def _block_end(text: str, start: int) -> int:
+    """The end of a Kotlin /* */ comment opened at `start` (they nest)."""
     depth, pos = 0, start
     opener = re.compile(r"/\*|\*/")
     while True:
@@ -166,36 +159,31 @@ def _line_start(text: str, pos: int) -> bool:
 
 def tokenize(text: str, lang: str) -> list[Token]:
     """Code tokens of a file: comments dropped, string literals as `string` tokens."""
-    master = _master(lang)
+    match = _master(lang).match
     out: list[Token] = []
+    append = out.append
     pos, size = 0, len(text)
     while pos < size:
-        m = master.match(text, pos)
-        if m is None:  # cannot happen (`.` matches anything); keep going
-            pos += 1
-            continue
+        m = match(text, pos)
+        if m is None:  # only blanks are left
+            break
         kind = m.lastgroup
-        if kind == "block":
-            pos = _block_end(text, pos, nested=lang == KOTLIN)
-            continue
-        end = m.end()
-        if kind == "include":
-            if _line_start(text, pos):
-                header = m.group("angle") if m.group("angle") is not None else m.group("quoted")
-                out.append(Token("include", header or "", pos, end))
-            else:  # `#include` not at a line start: only the `#`
-                out.append(Token("punct", "#", pos, pos + 1))
-                end = pos + 1
-        elif kind in _SKIP_GROUPS or kind in ("delim", "eq1", "eq2"):
+        start, end = m.start(kind), m.end()
+        if kind == "name" or kind == "punct":
+            append(Token(kind, m.group(kind), start, end))
+        elif kind in _SKIPPED:
             pass
-        elif kind == "name":
-            out.append(Token("name", m.group(), pos, end))
-        elif kind == "punct":
-            out.append(Token("punct", m.group(), pos, end))
+        elif kind == "nested_block":
+            end = _block_end(text, start)
+        elif kind == "include":
+            if _line_start(text, start):
+                header = m.group("angle") if m.group("angle") is not None else m.group("quoted")
+                append(Token("include", header or "", start, end))
+            else:  # `#include` not at a line start: only the `#`
+                end = start + 1
+                append(Token("punct", "#", start, end))
         else:
-            groups = m.groupdict()
-            body = next((groups[g] for g in _STRING_GROUPS if groups.get(g) is not None), "")
-            out.append(Token("string", body, pos, end))
+            append(Token("string", m.group(_STRINGS[kind]) or "", start, end))
         pos = end
     return out
 
@@ -414,7 +402,7 @@ class NativeCheck(TextCheck):
         raise NotImplementedError
 
     def report(self, ctx: FileContext, start: int, end: int, message: str, symbol: str, **data):
-        archives = archive_names(cached_tokens(ctx.text, language(ctx.posix) or C))
+        archives = _file_archives(ctx.text, language(ctx.posix) or C)
         return ctx.add(self.rule, start, end, message, symbol=symbol, archives=archives, **data)
 
 
@@ -422,6 +410,11 @@ class NativeCheck(TextCheck):
 def cached_tokens(text: str, lang: str) -> list[Token]:
     """Tokens of a file, shared by the checks that read it (C++ and iOS both read `.h`)."""
     return tokenize(text, lang)
+
+
+@functools.lru_cache(maxsize=8)
+def _file_archives(text: str, lang: str) -> tuple[str, ...]:
+    return archive_names(cached_tokens(text, lang))
 
 
 def is_objc(path: PurePosixPath, tokens: list[Token]) -> bool:
