@@ -163,3 +163,26 @@ def test_precommit_hooks_pass_the_native_files():
     for path, *_ in EXPECTED:
         assert pattern.search(path), path
     assert not pattern.search("README.md")
+
+
+def test_report_groups_serving_code_with_its_python_writer(repo):
+    env = {**os.environ, "NO_COLOR": "1", "MIGRATE_CACHE_DIR": str(repo.parent / "cache")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "migrate", "report", ".", "--format", "markdown"],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode in (0, 1), proc.stderr
+    section = proc.stdout.split("## Serving code outside Python (MIG4xx)", 1)[1]
+    section = section.split("\n## ", 1)[0]
+    assert "- `export.py:20` MIG201 writes `model.pt`: loaded by `server/main.cpp:18` (MIG401)" in (
+        section
+    )
+    assert (
+        f"- `export.py:22` MIG204 writes `model.ptl`: loaded by `{ACTIVITY}:14` (MIG402), "
+        "`ios/App/TorchModule.mm:16` (MIG403)"
+    ) in section
+    assert "`server/CMakeLists.txt`" in section and "`ios/Podfile`" in section
