@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import fnmatch
+import functools
 import io
 import os
 import re
@@ -499,6 +500,8 @@ def _run_job(
     try:
         data = Path(job.path).read_bytes()
         file_digest = digest(data)
+        if not job.python and not _may_match(job, data):
+            return FileResult(job.display, digest=file_digest)
         text = decode_source(data)
     except UnicodeDecodeError as exc:
         reason = exc.reason if exc.encoding == "binary" else f"not valid {exc.encoding} text"
@@ -514,6 +517,21 @@ def _run_job(
         return FileResult(job.display, error=f"{message} (rerun with --debug for the traceback)")
     result.digest = file_digest
     return result
+
+
+def _may_match(job: _Job, data: bytes) -> bool:
+    """Whether a non-Python file's bytes can hold a finding (its text checks' prefilters, as
+    bytes). Files that cannot are never decoded: a Latin-1 C++ source or a binary header that
+    no check reads is not an error."""
+    checks = _checks_for(None).text_checks_for(PurePosixPath(job.display))
+    if not checks or any(not c.prefilter for c in checks):
+        return True
+    return any(_bytes_pattern(c.prefilter).search(data) for c in checks)
+
+
+@functools.lru_cache(maxsize=64)
+def _bytes_pattern(pattern: str) -> re.Pattern[bytes]:
+    return re.compile(pattern.encode())
 
 
 def analyze_loaded(

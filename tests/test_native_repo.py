@@ -186,3 +186,13 @@ def test_report_groups_serving_code_with_its_python_writer(repo):
         "`ios/App/TorchModule.mm:16` (MIG403)"
     ) in section
     assert "`server/CMakeLists.txt`" in section and "`ios/Podfile`" in section
+
+
+def test_undecodable_native_files_without_runtime_words_are_no_error(tmp_path):
+    # C++ files were never read before MIG4xx: a Latin-1 source or a binary header that
+    # cannot hold a finding must not turn a clean scan into exit 2.
+    (tmp_path / "legacy.cpp").write_bytes(b"// caf\xe9\nint main() { return 0; }\n")
+    (tmp_path / "blob.h").write_bytes(b"\x00\x01\x02binary")
+    proc = scan(tmp_path, "--format", "json", ".")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert json.loads(proc.stdout)["errors"] == []
