@@ -17,6 +17,7 @@ from pathlib import PurePosixPath
 from typing import ClassVar, NamedTuple
 
 from migrate.checks.base import FileContext, TextCheck
+from migrate.findings import Finding
 
 # Languages (see `language`).
 C = "c"  # C, C++, CUDA, Objective-C(++)
@@ -199,9 +200,6 @@ class Chain:
     after: int  # index of the token after it
     member: bool  # preceded by `.`, `->` or `::` (a member or a qualified tail)
 
-    def joined(self, separator: str) -> str:
-        return separator.join(self.parts)
-
 
 def chains(tokens: list[Token], separator: str) -> Iterator[Chain]:
     """Maximal `a::b::c` (C++) or `a.b.c` (Java/Kotlin) runs of names, left to right.
@@ -233,10 +231,6 @@ def chains(tokens: list[Token], separator: str) -> Iterator[Chain]:
         )
         yield Chain(tuple(parts), tok.start, tokens[j - 1].end, i, j, member and not global_scope)
         i = j
-
-
-def is_archive_name(value: str) -> bool:
-    return posixpath.basename(value.strip()).lower().endswith(ARCHIVE_SUFFIXES)
 
 
 def archive_names(tokens: list[Token]) -> tuple[str, ...]:
@@ -401,7 +395,9 @@ class NativeCheck(TextCheck):
     def scan(self, ctx: FileContext, tokens: list[Token], lang: str) -> None:  # pragma: no cover
         raise NotImplementedError
 
-    def report(self, ctx: FileContext, start: int, end: int, message: str, symbol: str, **data):
+    def report(
+        self, ctx: FileContext, start: int, end: int, message: str, symbol: str, **data: object
+    ) -> Finding:
         archives = _file_archives(ctx.text, language(ctx.posix) or C)
         return ctx.add(self.rule, start, end, message, symbol=symbol, archives=archives, **data)
 

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from pathlib import PurePosixPath
+
 from migrate.checks import _native
 from migrate.checks.base import FileContext
 
@@ -32,7 +34,7 @@ class CppTorchScriptRuntime(_native.NativeCheck):
     prefilter = r"jit|torch/script\.h"
     languages = frozenset({_native.C})
 
-    def applies_to(self, path) -> bool:
+    def applies_to(self, path: PurePosixPath) -> bool:
         return super().applies_to(path) and not path.name.lower().endswith(_native.OBJC_SUFFIXES)
 
     def scan(self, ctx: FileContext, tokens: list[_native.Token], lang: str) -> None:
