@@ -105,27 +105,30 @@ class AndroidPytorchRuntime(_native.NativeCheck):
                     )
                 )
                 continue
-            # `Module.load(...)` where `Module` is org.pytorch's.
-            if len(parts) == 2 and parts[1] in load_calls.get(parts[0], ()):
-                origin = imported.get(parts[0])
-                if origin is None and wildcard:
-                    origin = ("org", "pytorch", parts[0])
-                follow = tokens[chain.after] if chain.after < len(tokens) else None
-                if (
-                    origin == ("org", "pytorch", parts[0])
-                    and follow is not None
-                    and follow.text == "("
-                ):
-                    name = ".".join(parts)
-                    found.append(
-                        (
-                            chain.start,
-                            chain.end,
-                            f"org.pytorch.{name}",
-                            f"`{name}` loads a TorchScript lite-interpreter archive",
-                            True,
-                        )
+            # `Module.load(...)` where `Module` is org.pytorch's (imported, aliased, or `*`).
+            if len(parts) != 2:
+                continue
+            origin = imported.get(parts[0])
+            if origin is None and wildcard:
+                origin = ("org", "pytorch", parts[0])
+            follow = tokens[chain.after] if chain.after < len(tokens) else None
+            if (
+                origin is not None
+                and len(origin) == 3
+                and origin[:2] == ("org", "pytorch")
+                and parts[1] in load_calls.get(origin[2], ())
+                and follow is not None
+                and follow.text == "("
+            ):
+                found.append(
+                    (
+                        chain.start,
+                        chain.end,
+                        f"org.pytorch.{origin[2]}.{parts[1]}",
+                        f"`{'.'.join(parts)}` loads a TorchScript lite-interpreter archive",
+                        True,
                     )
+                )
         for start, end, symbol, head, loads in found:
             self.report(ctx, start, end, f"{head}; {TARGET}", symbol, loads=loads)
 
