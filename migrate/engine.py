@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import fnmatch
+import functools
 import io
 import os
 import re
@@ -506,6 +507,8 @@ def _run_job(
     try:
         data = Path(job.path).read_bytes()
         file_digest = digest(data)
+        if not job.python and not _may_match(job, data):
+            return FileResult(job.display, digest=file_digest)
         text = decode_source(data)
     except UnicodeDecodeError as exc:
         reason = exc.reason if exc.encoding == "binary" else f"not valid {exc.encoding} text"
@@ -521,6 +524,21 @@ def _run_job(
         return FileResult(job.display, error=f"{message} (rerun with --debug for the traceback)")
     result.digest = file_digest
     return result
+
+
+def _may_match(job: _Job, data: bytes) -> bool:
+    """Whether a non-Python file's bytes can hold a finding (its text checks' prefilters, as
+    bytes). Files that cannot are never decoded: a Latin-1 C++ source or a binary header that
+    no check reads is not an error."""
+    checks = _checks_for(None).text_checks_for(PurePosixPath(job.display))
+    if not checks or any(not c.prefilter for c in checks):
+        return True
+    return any(_bytes_pattern(c.prefilter).search(data) for c in checks)
+
+
+@functools.lru_cache(maxsize=64)
+def _bytes_pattern(pattern: str) -> re.Pattern[bytes]:
+    return re.compile(pattern.encode())
 
 
 def analyze_loaded(
@@ -687,9 +705,14 @@ class Scanner:
         self._facts = None
         self._last_findings = out.findings
         out.findings = plan_fixes(out.findings, WITH_UNSAFE, self.codes, self.facts()).findings
+        if any(f.rule.startswith("MIG4") for f in out.findings):
+            # Serving code outside Python linked to the Python writers of its archives.
+            from migrate.analysis.serving import link_serving
+
+            out.findings = link_serving(out.findings, lambda: self.facts(force=True))
         return out
 
-    def facts(self) -> object | None:
+    def facts(self, force: bool = False) -> object | None:
         """Repository facts for the fix planner (migrate.analysis), built once, and only when
         a finding's fix depends on other files. Every Python file of the scan takes part as
         text (a loader's path constant or an importer of a capture can live in a file that
@@ -700,7 +723,7 @@ class Scanner:
         from migrate.fixplan import needs_facts
 
         findings = getattr(self, "_last_findings", [])
-        if not needs_facts(findings):
+        if not force and not needs_facts(findings):
             return None
         sources = []
         for job in self.jobs.values():

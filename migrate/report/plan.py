@@ -126,6 +126,16 @@ def _is_cuda(code: str) -> bool:
     return code.startswith("MIG3")
 
 
+def serving_groups(plan: Plan) -> tuple[list[tuple[Finding, list]], list[str]]:
+    """Serving code outside Python (MIG4xx): each Python writer with the native files that
+    load its archive (`served_by`, migrate.analysis.serving), and the native files that no
+    Python code of the repository feeds."""
+    writers = [(f, list(f.get("served_by"))) for f in plan.findings if f.get("served_by")]
+    linked = {path for _, uses in writers for _, path, _, _ in uses}
+    native = sorted({f.path for f in plan.findings if f.rule.startswith("MIG4")})
+    return writers, [p for p in native if p not in linked]
+
+
 def build_plan(root: str, options, progress: Callable[[int], None] | None = None) -> Plan:
     """Scan `root` and dry-run apply on it (nothing is written)."""
     from migrate.apply import run_apply
@@ -325,6 +335,7 @@ def render_markdown(plan: Plan) -> str:
             out.append(f"- `{_where(item.finding)}` [{item.status}{note}] {item.finding.message}")
         out += ["", f"`migrate explain {code}` prints the full rule.", ""]
 
+    out += _serving_markdown(plan)
     out += ["## CUDA 12.8 (MIG3xx)", ""]
     if not plan.cuda:
         out += ["No CUDA 12.8 pins or assumptions found."]
@@ -350,6 +361,29 @@ def render_markdown(plan: Plan) -> str:
         out += ["", "## Files not analysed", ""]
         out += [f"- `{e.path}`: {e.message}" for e in plan.errors]
     return "\n".join(out).rstrip() + "\n"
+
+
+def _serving_markdown(plan: Plan) -> list[str]:
+    if not any(f.rule.startswith("MIG4") for f in plan.findings):
+        return []
+    writers, alone = serving_groups(plan)
+    out = ["## Serving code outside Python (MIG4xx)", ""]
+    if writers:
+        out += [
+            "Python writers and the serving code that loads their archives (move together):",
+            "",
+        ]
+        for f, uses in writers:
+            loads = ", ".join(f"`{path}:{line}` ({rule})" for _, path, line, rule in uses)
+            out.append(f"- `{f.path}:{f.line}` {f.rule} writes `{uses[0][0]}`: loaded by {loads}")
+        out.append("")
+    if alone:
+        out += [
+            "Other serving files to move (build files, and code whose archive no Python code "
+            "here writes): " + ", ".join(f"`{p}`" for p in alone),
+            "",
+        ]
+    return out
 
 
 EFFORT_NOTE = (
@@ -603,6 +637,27 @@ def render_html(plan: Plan) -> str:
             f"{guidance}<ul class=items>{lis}</ul></details>"
         )
 
+    if any(f.rule.startswith("MIG4") for f in plan.findings):
+        writers, alone = serving_groups(plan)
+        body.append("<h2>Serving code outside Python (MIG4xx)</h2>")
+        if writers:
+            rows = [
+                [
+                    f"<code>{e(f.path)}:{f.line}</code> {e(f.rule)}",
+                    f"<code>{e(uses[0][0])}</code>",
+                    ", ".join(f"<code>{e(p)}:{ln}</code> ({e(r)})" for _, p, ln, r in uses),
+                ]
+                for f, uses in writers
+            ]
+            body.append(
+                _html_table(["Python writer", "Archive", "Loaded by (move together)"], rows)
+            )
+        if alone:
+            listed = ", ".join(f"<code>{e(p)}</code>" for p in alone)
+            body.append(
+                "<p>Other serving files to move (build files, and code whose archive no Python "
+                f"code here writes): {listed}</p>"
+            )
     body.append("<h2>CUDA 12.8 (MIG3xx)</h2>")
     if not plan.cuda:
         body.append("<p>No CUDA 12.8 pins or assumptions found.</p>")
