@@ -704,12 +704,13 @@ class Scanner:
 
         self._facts = None
         self._last_findings = out.findings
-        out.findings = plan_fixes(out.findings, WITH_UNSAFE, self.codes, self.facts()).findings
         if any(f.rule.startswith("MIG4") for f in out.findings):
-            # Serving code outside Python linked to the Python writers of its archives.
+            # Serving code outside Python linked to the Python writers of its archives (the
+            # planner then keeps those writers: the native loader cannot read a .pt2).
             from migrate.analysis.serving import link_serving
 
             out.findings = link_serving(out.findings, lambda: self.facts(force=True))
+        out.findings = plan_fixes(out.findings, WITH_UNSAFE, self.codes, self.facts()).findings
         return out
 
     def facts(self, force: bool = False) -> object | None:

@@ -368,7 +368,23 @@ def typing_stays_while_scripted(ctx: Context) -> dict[FindingKey, str]:
     return holds
 
 
+def writers_wait_for_native_readers(ctx: Context) -> dict[FindingKey, str]:
+    """A C++/Android/iOS loader (MIG4xx) of the same archive cannot read what the rewritten
+    writer would produce: the writer stays until that serving code moves (by hand)."""
+    holds: dict[FindingKey, str] = {}
+    for f in ctx.findings:
+        served = f.get("served_by")
+        if f.rule in PRODUCER_RULES and f.autofix is not None and served:
+            archive, path, line, rule = served[0]
+            holds[finding_key(f)] = (
+                f"serving code outside Python loads `{archive}` ({path}:{line}, {rule}): it "
+                "stays TorchScript until that loader moves to ExecuTorch"
+            )
+    return holds
+
+
 PLANNING_RULES: list[PlanningRule] = [
+    writers_wait_for_native_readers,
     tracer_filters_stay_while_traces_do,
     loaders_move_with_their_writers,
     captures_move_with_every_use,
