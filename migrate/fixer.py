@@ -13,6 +13,7 @@ import difflib
 import errno
 import io
 import os
+import re
 import signal
 import stat
 import sys
@@ -342,7 +343,7 @@ def fix_imports(text: str, specs: list[str], python_file: bool = True) -> str:
     # Plain imports first, then from-imports, each sorted (as libcst's AddImportsVisitor).
     additions = sorted(dict.fromkeys(to_add), key=lambda s: (s.startswith("from "), s))
     if additions:
-        edits.extend(_addition_edits(text, tree, additions))
+        edits.extend(_addition_edits(text, tree, additions, avoid=edits))
     return apply_edits(text, edits, newline)
 
 
@@ -415,11 +416,15 @@ def _sort_key(stmt: ast.stmt) -> tuple[int, str]:
     return (1, ("." * stmt.level + (stmt.module or "")).lower())
 
 
-def _addition_edits(text: str, tree: ast.Module, additions: list[str]) -> list[Edit]:
-    """Insert each import into the leading import block where isort would put it: inside the
-    group of its section in sorted position, or as a new group between its neighbours."""
+def _addition_edits(
+    text: str, tree: ast.Module, additions: list[str], avoid: Iterable[Edit] = ()
+) -> list[Edit]:
+    """Insert each import into the leading import block where isort would put it: into the
+    statement importing from its module, inside the group of its section in sorted position,
+    or as a new group between its neighbours. Statements `avoid` edits are not merged into."""
     index = LineIndex(text)
     block = _leading_imports(tree)
+    edits, additions = _merge_edits(text, index, block, additions, list(avoid))
     inserts: dict[tuple[int, int], list[tuple[tuple[int, str], str]]] = {}
     if not block:
         line = _insertion_line(tree)
@@ -459,7 +464,76 @@ def _addition_edits(text: str, tree: ast.Module, additions: list[str]) -> list[E
     for (at, kind), specs in sorted(inserts.items()):
         lines = "".join(f"{spec}\n" for _, spec in sorted(specs))
         texts[at] = texts.get(at, "") + {0: lines, 1: lines + "\n", 2: "\n" + lines}[kind]
-    return [Edit(at, at, added) for at, added in texts.items()]
+    return edits + [Edit(at, at, added) for at, added in texts.items()]
+
+
+def _merge_edits(
+    text: str, index: LineIndex, block: list[ast.stmt], additions: list[str], avoid: list[Edit]
+) -> tuple[list[Edit], list[str]]:
+    """Edits adding `from M import name` specs to a one-line `from M import a, b` statement of
+    the block (as isort combines them), and the specs left to insert as statements of their own.
+    Aliased names stay on lines of their own (isort's combine-as-imports is off)."""
+    targets: dict[int, tuple[ast.ImportFrom, Edit, list[str]]] = {}
+    left = []
+    for spec in additions:
+        new = ast.parse(spec).body[0]
+        target = None
+        if isinstance(new, ast.ImportFrom) and not new.level and _plain_names(new):
+            target = next((s for s in block if _can_take(s, new.module, text, index)), None)
+        if target is None:
+            left.append(spec)
+            continue
+        start = index.offset(target.lineno, 0)
+        span = Edit(start, start + len(index.line_text(target.lineno)), "")
+        if any(_overlaps(span, e) for e in avoid):
+            left.append(spec)
+            continue
+        names = targets.setdefault(target.lineno, (target, span, _plain_names(target)))[2]
+        names.extend(n for n in _plain_names(new) if n not in names)
+    edits = []
+    for target, span, names in targets.values():
+        merged = ", ".join(sorted(names, key=_member_key))
+        line = text[span.start : span.end]
+        comment = "  " + line[line.index("#") :] if "#" in line else ""
+        edits.append(Edit(span.start, span.end, f"from {target.module} import {merged}{comment}"))
+    return edits, left
+
+
+def _plain_names(stmt: ast.ImportFrom) -> list[str]:
+    """The names of `from M import a, b`, or [] where one has an alias or is a star."""
+    if any(a.asname or a.name == "*" for a in stmt.names):
+        return []
+    return [a.name for a in stmt.names]
+
+
+def _can_take(stmt: ast.stmt, module: str | None, text: str, index: LineIndex) -> bool:
+    """A one-line, unparenthesized `from module import a, b` at column 0."""
+    if not (isinstance(stmt, ast.ImportFrom) and stmt.module == module and not stmt.level):
+        return False
+    line = index.line_text(stmt.lineno)
+    return (
+        stmt.end_lineno == stmt.lineno
+        and stmt.col_offset == 0
+        and bool(_plain_names(stmt))
+        and not any(mark in line for mark in ";(\\")
+    )
+
+
+def _member_key(name: str) -> tuple:
+    """ruff's isort order of imported names (order-by-type): CONSTANTS, Classes, then the
+    rest, each in case-insensitive natural order (`a2` before `a10`)."""
+    if len(name) > 1 and name.upper() == name and name.lower() != name:
+        kind = 0
+    elif name[:1].isupper():
+        kind = 1
+    else:
+        kind = 2
+    return (kind, _natural(name.lower()), _natural(name))
+
+
+def _natural(name: str) -> tuple:
+    parts = re.split(r"(\d+)", name)
+    return tuple(int(part) if i % 2 else part for i, part in enumerate(parts))
 
 
 def _leading_imports(tree: ast.Module) -> list[ast.stmt]:

@@ -33,6 +33,7 @@ def tidy(original: str, fixed: str, path: str) -> str:
     try:
         text = remove_unused_imports(before, text, Path(path).name == "__init__.py")
         written = _written_lines(before)
+        text = _place_written_imports(text, written)
         text = _drop_redundant_parentheses(text, written)
         limit = configured_line_length(path)
         text = _keep_exploded_calls(before, text, limit)
@@ -119,6 +120,36 @@ def remove_unused_imports(original: str, fixed: str, init_file: bool = False) ->
     if edits is None:  # an import text edits cannot rewrite safely: leave it
         return fixed
     return apply_edits(fixed, edits, "\n")
+
+
+def _place_written_imports(text: str, original_lines: set[str]) -> str:
+    """A one-line import the rewrite wrote into the leading import block (where a try/if
+    shim stood) moves where isort puts it: into the statement importing from its module, or
+    into the group of its section."""
+    from migrate.fixer import _addition_edits, _leading_imports, apply_edits
+
+    lines = text.split("\n")
+    moved = []
+    for stmt in _leading_imports(ast.parse(text)):
+        line = lines[stmt.lineno - 1]
+        one_line = stmt.end_lineno == stmt.lineno and stmt.col_offset == 0
+        if one_line and line not in original_lines and "#" not in line and ";" not in line:
+            moved.append(line)
+    # Last first: a shim's import sits below the rest of the block, and the line it merges
+    # into may itself be one the rewrite changed (a name removed) in its right place.
+    for statement in reversed(moved):
+        lines = text.split("\n")
+        if statement not in lines:  # another moved import merged into it
+            continue
+        at = lines.index(statement)
+        # A group of its own: its blank line goes with it, or two would part the groups.
+        alone = 0 < at < len(lines) - 1 and lines[at - 1] == "" and lines[at + 1] == ""
+        rest = "\n".join(lines[: at - alone] + lines[at + 1 :])
+        tree = ast.parse(rest)
+        if not _leading_imports(tree):
+            continue
+        text = apply_edits(rest, _addition_edits(rest, tree, [statement]), "\n")
+    return text
 
 
 # --------------------------------------------------------------------------- lines
@@ -297,10 +328,19 @@ def _wrap_long_lines(text: str, original_lines: set[str], limit: int) -> str:
             and number in single
             and number not in compound
         ):
-            out.extend(_wrap(line, limit))
+            out.extend(_wrap_import(line) or _wrap(line, limit))
         else:
             out.append(line)
     return "\n".join(out)
+
+
+def _wrap_import(line: str) -> list[str] | None:
+    """isort's form of a long `from M import a, b`: one name a line, in parentheses."""
+    found = re.fullmatch(r"(from [\w.]+ import) ([\w, ]+)", line)
+    if not found or " as " in line:
+        return None
+    names = [name.strip() for name in found.group(2).split(",")]
+    return [f"{found.group(1)} (", *(f"    {name}," for name in names), ")"]
 
 
 def _keep_exploded_calls(original: str, text: str, limit: int) -> str:

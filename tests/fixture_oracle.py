@@ -51,11 +51,6 @@ TEXT_ONLY = {
 #: Pairs whose after does not behave like the before: case -> {label: defect}. Mismatches of
 #: these labels raise KnownDefect (strict xfail); any other mismatch is a plain failure.
 KNOWN_DEFECTS: dict[str, dict[str, str]] = {
-    "MIG110/is_scripting_aliases": {
-        "captured": "issue 11 defect 3: is_compiling() is True under torch.export where "
-        "is_scripting()/is_tracing() were False in the eager original, so export takes the "
-        "TorchScript-only branch",
-    },
     "MIG131/if_without_else": {
         "<import>": "MIG131 rewrites Clip.forward to torch.cond while torch.jit.script(Clip()) "
         "stays (MIG101 is only assisted there: no example inputs), and TorchScript cannot "
@@ -239,6 +234,14 @@ def randn(*shape: int, seed: int = 0):
     import torch
 
     return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+
+
+def repository_module(name: str, **definitions) -> None:
+    """A module of the fixture's own repository it imports (`from graph_utils import spmm`),
+    registered under that name so both sides import the same definitions."""
+    module = ModuleType(name)
+    module.__dict__.update(definitions)
+    sys.modules[name] = module
 
 
 def as_module(fn):

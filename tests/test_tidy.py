@@ -69,6 +69,47 @@ def test_tidy(original, fixed, expected):
     assert tidy(expected, expected, "m.py") == expected
 
 
+@pytest.mark.parametrize(
+    ("original", "fixed", "expected"),
+    [
+        pytest.param(
+            "from typing import Optional\n\nimport torch\n\ntry:\n"
+            "    from torch.jit import _overload_method as overload\nexcept ImportError:\n"
+            "    from typing import overload\n\n\nclass M:\n    pass\n",
+            "from typing import Optional\n\nimport torch\n\nfrom typing import overload\n\n\n"
+            "class M:\n    pass\n",
+            "from typing import Optional, overload\n\nimport torch\n\n\nclass M:\n    pass\n",
+            id="shim-import-joins-its-module",
+        ),
+        pytest.param(
+            "import torch\n\nif TYPE_CHECKING:\n    from typing import overload\n"
+            "else:\n    from torch.jit import _overload as overload\n\nx = 1\n",
+            "import torch\n\nfrom typing import overload\n\nx = 1\n",
+            "from typing import overload\n\nimport torch\n\nx = 1\n",
+            id="shim-import-moves-to-its-section",
+        ),
+        pytest.param(
+            "import os\n\nimport torch\n\nx = 1\n",
+            "import os\nimport sys\n\nimport torch\n\nx = 1\n",
+            "import os\nimport sys\n\nimport torch\n\nx = 1\n",
+            id="an-import-in-its-place-stays",
+        ),
+    ],
+)
+def test_imports_the_rewrite_wrote_go_where_isort_puts_them(original, fixed, expected):
+    assert tidy(original, fixed, "m.py") == expected
+    assert tidy(expected, expected, "m.py") == expected
+
+
+def test_a_merged_import_past_the_limit_is_wrapped_as_isort_does():
+    names = "TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple, Union"
+    original = f"from typing import {names}\n\nfrom torch.jit import _overload\n\nx = _overload\n"
+    rewritten = original.replace("x = _overload", "x = overload")
+    fixed = fix_imports(rewritten, ["from typing import overload"])
+    expected = "from typing import (\n" + "".join(f"    {n},\n" for n in names.split(", "))
+    assert tidy(original, fixed, "m.py") == expected + "    overload,\n)\n\nx = overload\n"
+
+
 def test_init_files_keep_their_imports():
     original = "from torch.jit import script\nfrom .a import b\n\nc = script(b)\n"
     fixed = "from torch.jit import script\nfrom .a import b\n\nc = 1\n"
@@ -179,6 +220,30 @@ def test_wrapping_uses_the_project_length(tmp_path):
             ["import typing"],
             "import typing\n\nx = 1\n",
             id="no-import-block",
+        ),
+        pytest.param(
+            "from typing import Optional\n\nimport torch\n\nx = 1\n",
+            ["from typing import overload", "from typing import TYPE_CHECKING"],
+            "from typing import TYPE_CHECKING, Optional, overload\n\nimport torch\n\nx = 1\n",
+            id="names-join-the-statement-of-their-module",
+        ),
+        pytest.param(
+            "from typing import Optional\n\nx = 1\n",
+            ["from typing import overload as ov"],
+            "from typing import Optional\nfrom typing import overload as ov\n\nx = 1\n",
+            id="an-alias-keeps-its-own-line",
+        ),
+        pytest.param(
+            "from typing import Optional  # why\n\nx = 1\n",
+            ["from typing import overload"],
+            "from typing import Optional, overload  # why\n\nx = 1\n",
+            id="a-comment-stays-on-the-merged-statement",
+        ),
+        pytest.param(
+            "from torch.jit import script, trace\n\nx = trace\n",
+            ["from torch.jit import fork"],
+            "from torch.jit import trace\nfrom torch.jit import fork\n\nx = trace\n",
+            id="not-merged-into-a-statement-losing-a-name",
         ),
     ],
 )
