@@ -28,7 +28,7 @@ MIN_TIME_S = 0.2  # measured time per candidate
 MIN_CALLS = 10  # timed calls per candidate, whatever the time
 ROUNDS = 5  # the measured time is spread over this many alternating rounds
 WARMUP_S = 0.05  # untimed calls first, per candidate (at least WARMUP_CALLS)
-WARMUP_CALLS = 2
+WARMUP_CALLS = 3
 LOAD_REPEATS = 3
 MAX_ROUNDS = 10_000
 
@@ -103,31 +103,37 @@ def measure(
     min_calls: int = MIN_CALLS,
     rounds: int = ROUNDS,
 ) -> list[Timing]:
-    """Time every prepared call until each has ``min_time`` measured and ``min_calls`` calls.
+    """Time every prepared call until each has ``min_calls`` calls and ``min_time`` measured
+    (at the median, see ``_enough``).
 
-    Each first gets untimed warm-up calls, which also size its share of a round;
-    then the candidates take turns, a chunk of calls each, in alternating order.
+    Each first gets untimed warm-up calls, which also size its share of a round (a chunk
+    of back-to-back calls); then the candidates take turns, in alternating order.
     """
     chunks = []
     for call in calls:
         warm: list[float] = []
         while len(warm) < WARMUP_CALLS or sum(warm) < WARMUP_S:
             warm += time_calls(call.fn, call.args, 1, sync)
-        per_call = max(statistics.median(warm), 1e-9)
+        # The fastest warm-up call sizes the chunk: a call that follows other work can stall
+        # (threads woken, CPU quota of a shared machine); sized by it, chunks would shrink to
+        # single isolated calls and time the stall instead of the model.
+        per_call = max(min(warm), 1e-9)
         chunks.append(max(1, math.ceil(min_time / rounds / per_call)))
     timings = [Timing() for _ in calls]
     order = list(range(len(calls)))
     for r in range(MAX_ROUNDS):
-        pending = [
-            i
-            for i in order
-            if len(timings[i].times) < min_calls or sum(timings[i].times) < min_time
-        ]
+        pending = [i for i in order if not _enough(timings[i].times, min_time, min_calls)]
         if not pending:
             break
         for i in pending if r % 2 == 0 else reversed(pending):
             timings[i].times += time_calls(calls[i].fn, calls[i].args, chunks[i], sync)
     return timings
+
+
+def _enough(times: list[float], min_time: float, min_calls: int) -> bool:
+    """At least ``min_calls`` calls adding up to ``min_time`` at their median: on a shared
+    machine a few calls stalled by the scheduler (tens of ms) must not cut the count short."""
+    return len(times) >= min_calls and len(times) * statistics.median(times) >= min_time
 
 
 def load_time(loader: Callable[[], Any], repeats: int = LOAD_REPEATS) -> float:
@@ -236,7 +242,7 @@ def describe_settings(
         "not_timed": NOT_TIMED,
         "load": LOAD,
         "statistic": f"median, min and p90 of at least {min_calls} calls and {min_time:g} s "
-        f"per runtime, in {ROUNDS} alternating rounds after warm-up",
+        f"(calls x median) per runtime, in {ROUNDS} alternating rounds after warm-up",
         "threads": counts,
         "min_time_s": min_time,
         "min_calls": min_calls,

@@ -21,10 +21,6 @@ def _num(x: float) -> str:
     return f"{x:.3g}"
 
 
-def _ms(x: float | None) -> str:
-    return "-" if x is None else f"{x:.3f}"
-
-
 def _lat(x: float | None) -> str:
     """Latency in ms: four decimals below 0.1 ms, where calls take microseconds."""
     if x is None:
