@@ -27,7 +27,7 @@ from migrate.verify.runners import Prepared, is_accelerator
 MIN_TIME_S = 0.2  # measured time per candidate
 MIN_CALLS = 10  # timed calls per candidate, whatever the time
 ROUNDS = 5  # the measured time is spread over this many alternating rounds
-WARMUP_S = 0.05  # untimed calls first, per candidate (at least WARMUP_CALLS)
+WARMUP_SHARE = 0.25  # untimed calls first: this share of min_time (at least WARMUP_CALLS)
 WARMUP_CALLS = 3
 LOAD_REPEATS = 3
 MAX_ROUNDS = 10_000
@@ -112,8 +112,10 @@ def measure(
     chunks = []
     for call in calls:
         warm: list[float] = []
-        while len(warm) < WARMUP_CALLS or sum(warm) < WARMUP_S:
+        spent = 0.0
+        while len(warm) < WARMUP_CALLS or spent < WARMUP_SHARE * min_time:
             warm += time_calls(call.fn, call.args, 1, sync)
+            spent += warm[-1]
         # The fastest warm-up call sizes the chunk: a call that follows other work can stall
         # (threads woken, CPU quota of a shared machine); sized by it, chunks would shrink to
         # single isolated calls and time the stall instead of the model.
