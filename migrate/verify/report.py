@@ -132,12 +132,14 @@ def render_latency(report: Report, console: Console) -> None:
     )
     for col in ("device", "runtime", "median ms", "min ms", "p90 ms", "calls", "load ms", "vs TS"):
         table.add_column(col, justify="left" if col in ("device", "runtime") else "right")
+    stalled: list[str] = []
     for device in report.devices:
         ref = lat.get("reference", {}).get(device)
         if ref is None:
             continue
         rows = [("TorchScript (reference)", ref)]
         rows += [(c.candidate, c.bench) for c in report.cells if c.device == device and c.bench]
+        stalled += [name for name, b in rows if b["p90_ms"] > 10 * b["median_ms"]]
         for name, b in rows:
             table.add_row(
                 device,
@@ -157,6 +159,12 @@ def render_latency(report: Report, console: Console) -> None:
         " (--threads N sets both)",
         highlight=False,
     )
+    if stalled:
+        console.print(
+            f"note: calls stalled (p90 over 10x the median: {', '.join(stalled)}): the machine "
+            "is busy; figures hold while under half the calls stall; --threads 1 stalls less",
+            highlight=False,
+        )
 
 
 def _side(hits: list[str], reached: bool) -> str:
