@@ -17,6 +17,7 @@ import statistics
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import torch
@@ -201,10 +202,10 @@ def threads(n: int | None) -> Iterator[dict[str, int | None]]:
 
 @dataclass
 class Entry:
-    """One runtime to time on a device: its runner (with ``prepare``) and whether to time
-    its load."""
+    """One runtime to time on a device: how to build its runner (with ``prepare``) and
+    whether to time its load."""
 
-    runner: Any
+    make: Callable[[], Any]
     with_load: bool
 
 
@@ -225,13 +226,17 @@ def bench_device(
     """Time every entry on ``device`` under the same thread settings; return the timings
     (in order) and the thread counts they ran with.  The caller captures logs around this."""
     with threads(n_threads) as counts:
-        calls = [_prepare(e.runner, args) for e in entries]
+        # Built inside: an ExecuTorch method loaded before the threadpool is reset crashes
+        # when executed after it; and all of them are released before it is restored.
+        runners = [e.make() for e in entries]
+        calls = [_prepare(r, args) for r in runners]
         sync = torch.accelerator.synchronize if is_accelerator(device) else None
         with torch.no_grad():
             timings = measure(calls, sync, min_time, min_calls)
-            for entry, timing in zip(entries, timings, strict=True):
-                if entry.with_load and hasattr(entry.runner, "loader"):
-                    timing.load_s = load_time(entry.runner.loader())
+            for entry, runner, timing in zip(entries, runners, timings, strict=True):
+                if entry.with_load and hasattr(runner, "loader"):
+                    timing.load_s = load_time(runner.loader())
+        del runners, calls
     return timings, counts
 
 
@@ -264,8 +269,8 @@ def bench_verify(
     ``timed`` holds (candidate, cell) pairs of the pipeline; each cell gets its figures,
     and the returned dict (the report's ``latency``) the reference's and the settings.
     """
-    entries = [Entry(ref_run, with_load=True)]
-    entries += [Entry(c.runner(device), c.kind in ("pt2", "pte")) for c, _ in timed]
+    entries = [Entry(lambda: ref_run, with_load=True)]
+    entries += [Entry(partial(c.runner, device), c.kind in ("pt2", "pte")) for c, _ in timed]
     timings, counts = bench_device(
         entries, args, device, cfg.threads, cfg.bench_min_time, cfg.bench_runs
     )
