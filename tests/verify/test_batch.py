@@ -267,3 +267,24 @@ def test_csv_manifest_rows_override_the_command_line(tmp_path):
     assert b.settings["inputs"] == str(tmp_path / "b_inputs.pt")
     assert b.settings["input_shapes"] == [] and b.timeout == 60.0
     assert a_cpu.out == str(tmp_path / "out" / "a")
+
+
+def test_report_adds_a_registry_section(reg, batch, tmp_path):
+    _, out = batch
+    page = tmp_path / "plan.html"
+    proc = migrate(
+        "report", reg["manifest"].parent, "--format", "html", "-o", page,
+        "--verify-results", out / "results.jsonl",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    html = page.read_text()
+    section = html[html.index("<h2>Model registry</h2>") :]
+    assert "<b>33%</b> pass" in section  # 2 of 6
+    assert '<td>converter (lowering: direct)</td><td class="num">2</td>' in section
+    assert "freeze + re-capture (lowering: direct)" in section  # arg_loop's ladder step
+    # Failure reasons, grouped, with the archives they hold.
+    assert "refused: audit: ARCHIVE: refusing to load: torch.from_file" in section
+    assert "timeout: no result after N s" in section and "<code>hang.pt</code>" in section
+    proc = migrate("report", reg["manifest"].parent, "--verify-results", tmp_path / "none")
+    assert proc.returncode == 2
+    assert proc.stderr.startswith(f"error: --verify-results {tmp_path / 'none'}: cannot read")
