@@ -31,9 +31,10 @@ from migrate.verify.errors import VerifyError, describe
 VERDICTS = ("pass", "mismatch", "error", "timeout", "refused")
 EXIT_CODES = {"pass": 0, "mismatch": 1, "error": 2, "timeout": 2, "refused": 2}
 
-#: Peak RSS of one worker converting a tiny archive (torch + executorch imported, one
-#: lowering), measured with benchmarks/registry_bench.py: about 0.9 GiB. The default ``-j``
-#: keeps N times this within the memory available; larger models need an explicit ``-j``.
+#: Memory budgeted per worker for the default ``-j``. One worker converting a tiny archive
+#: peaks at about 0.4 GiB RSS (torch and executorch loaded, one lowering; measured with
+#: benchmarks/registry_bench.py); 1 GiB leaves room for the weights of a small real model,
+#: which export and lowering copy a few times. Larger models need an explicit ``-j``.
 JOB_MEMORY_BYTES = 1 << 30
 
 #: Per-archive settings a manifest may give, and the command-line settings they override.
@@ -230,13 +231,18 @@ def build_jobs(
             job_settings["inputs"] = None
         archive = Path(entry["archive"])
         devices = entry.get("devices") or [job_settings.get("device")]
+        where = _artifact_dir(archive, root, out, mode)
         for device in devices:
             s = dict(job_settings, device=device)
+            if len(devices) > 1:  # one report folder per device
+                where_d = where.with_name(f"{where.name}@{str(device).replace(':', '-')}")
+            else:
+                where_d = where
             jobs.append(
                 Job(
                     archive=str(archive),
                     mode=mode,
-                    out=str(_artifact_dir(archive, root, out, mode)),
+                    out=str(where_d),
                     settings=s,
                     timeout=entry.get("timeout", timeout),
                 )

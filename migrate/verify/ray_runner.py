@@ -60,14 +60,19 @@ def run_on_ray(
             ref = remote.options(num_cpus=1, num_gpus=gpus, max_retries=0).remote(doc)
             refs[ref] = doc
         pending = list(refs)
-        while pending:
-            ready, pending = ray.wait(pending, num_returns=1)
-            for ref in ready:
-                try:
-                    record = ray.get(ref)
-                except Exception as exc:  # the task itself died (node lost, OOM kill)
-                    record = _lost(refs[ref], exc)
-                finished(record)
+        try:
+            while pending:
+                ready, pending = ray.wait(pending, num_returns=1)
+                for ref in ready:
+                    try:
+                        record = ray.get(ref)
+                    except Exception as exc:  # the task itself died (node lost, OOM kill)
+                        record = _lost(refs[ref], exc)
+                    finished(record)
+        except BaseException:  # Ctrl-C: a cluster would otherwise go on running them
+            for ref in pending:
+                ray.cancel(ref, force=True)
+            raise
     finally:
         if started:
             ray.shutdown()

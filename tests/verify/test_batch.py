@@ -266,7 +266,9 @@ def test_csv_manifest_rows_override_the_command_line(tmp_path):
     assert (a_cpu.gpus, a_cuda.gpus) == (0, 1) and a_cpu.timeout == 7
     assert b.settings["inputs"] == str(tmp_path / "b_inputs.pt")
     assert b.settings["input_shapes"] == [] and b.timeout == 60.0
-    assert a_cpu.out == str(tmp_path / "out" / "a")
+    assert a_cpu.out == str(tmp_path / "out" / "a@cpu")
+    assert a_cuda.out == str(tmp_path / "out" / "a@cuda")
+    assert b.out == str(tmp_path / "out" / "b")
 
 
 def test_report_adds_a_registry_section(reg, batch, tmp_path):
@@ -288,3 +290,54 @@ def test_report_adds_a_registry_section(reg, batch, tmp_path):
     proc = migrate("report", reg["manifest"].parent, "--verify-results", tmp_path / "none")
     assert proc.returncode == 2
     assert proc.stderr.startswith(f"error: --verify-results {tmp_path / 'none'}: cannot read")
+
+
+def test_a_killed_batch_resumes_with_the_unfinished_archives(reg, tmp_path):
+    """SIGTERM while the hanging archive runs: its worker dies with the batch, the two
+    finished results stay, and the rerun runs the hanging archive only."""
+    import signal
+    import time
+
+    rows = [json.loads(x) for x in reg["manifest"].read_text().splitlines()]
+    names = ("corrupt.pt", "hostile.pt", "hang.pt")
+    manifest = reg["manifest"].parent / "killed.jsonl"
+    manifest.write_text(
+        "".join(
+            json.dumps({k: v for k, v in r.items() if k != "timeout"}) + "\n"
+            for r in rows
+            if r["archive"] in names
+        )
+    )
+    results, workdir = tmp_path / "results.jsonl", tmp_path / "tmp"
+    workdir.mkdir()
+    env = dict(os.environ, PYTHONPATH=str(REPO), CI="1", TMPDIR=str(workdir))
+    cmd = [sys.executable, "-m", "migrate", "convert", "--manifest", str(manifest)]
+    args = ["-o", str(tmp_path / "out"), "-j", "1", "--results", str(results)]
+    batch = subprocess.Popen([*cmd, *args, "--timeout", "300"], env=env, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and (
+        not results.exists() or len(lines(results)) < 2 or not any(workdir.iterdir())
+    ):
+        time.sleep(0.2)
+    time.sleep(1.0)  # the hanging archive's worker is running
+    batch.send_signal(signal.SIGTERM)
+    _, err = batch.communicate(timeout=60)
+    assert batch.returncode == 130, err
+    assert "interrupted: rerun the same command to resume" in err
+    assert {Path(r["path"]).name for r in lines(results)} == {"corrupt.pt", "hostile.pt"}
+    # No worker left behind: none runs from the batch's temporary folder.
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            assert str(workdir) not in cmdline.read_text()
+        except OSError:
+            continue
+    first = by_path(lines(results))
+    proc = migrate(*cmd[3:], *args, "--timeout", "3", "--format", "json")
+    assert proc.returncode == 2, proc.stderr
+    summary = json.loads(proc.stdout)
+    assert (summary["ran"], summary["skipped"]) == (1, 2)
+    after = by_path(lines(results))
+    assert after[str(reg["timeout"])]["verdict"] == "timeout"
+    for name in ("corrupt", "refused"):
+        assert after[str(reg[name])] == first[str(reg[name])]
