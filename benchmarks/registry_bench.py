@@ -45,6 +45,15 @@ def convert(folder: Path, out: Path, backend: str, *extra: str) -> tuple[float, 
     return wall, json.loads(proc.stdout)
 
 
+def _comparable(summary: dict) -> dict:
+    """Per archive: what must not depend on where it ran (no timings, no output folder)."""
+    return {
+        r["path"]: (r["verdict"], r["digest"], r["settings_digest"], r["max_errors"],
+                    [(x["path"], x["lowering"]) for x in r["recovery"]])
+        for r in summary["archives"]
+    }  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=20)
@@ -58,12 +67,13 @@ def main() -> None:
         root = Path(tmp)
         folder = root / "registry"
         passing_archives(folder, args.count)
-        print(f"{args.count} archives, backend {args.backend}, {os.cpu_count()} CPUs")
+        print(f"{args.count} archives, backend {args.backend}, {os.cpu_count()} CPUs", flush=True)
         rows = []
         for label, extra in (("-j 1", ["-j", "1"]), ("-j 2", ["-j", "2"])):
             before = load()
             wall, summary = convert(folder, root / label.replace(" ", ""), args.backend, *extra)
             rows.append((label, wall, summary, before))
+            print(f"{label}: {wall:.1f} s ({before})", flush=True)
         if not args.no_ray:
             try:
                 import ray  # noqa: F401
@@ -73,6 +83,7 @@ def main() -> None:
                 before = load()
                 wall, summary = convert(folder, root / "ray", args.backend, "--ray", "-j", "2")
                 rows.append(("--ray -j 2", wall, summary, before))
+                print(f"--ray -j 2: {wall:.1f} s ({before})", flush=True)
         print(f"\n{'run':<12} {'wall s':>8} {'per archive s':>14}  verdicts  load before")
         for label, wall, summary, before in rows:
             counts = {k: v for k, v in summary["counts"].items() if v}
@@ -81,6 +92,8 @@ def main() -> None:
         print(f"\n-j 1 / -j 2 = {j1 / j2:.2f}x (target >= 1.7x on 2 idle cores)")
         if len(rows) > 2:
             print(f"-j 1 / --ray = {j1 / rows[2][1]:.2f}x (includes Ray's start-up)")
+            same = _comparable(rows[1][2]) == _comparable(rows[2][2])
+            print(f"--ray results equal -j 2's apart from timings: {same}")
 
         rss = [r["peak_rss_mb"] for r in rows[0][2]["archives"] if r.get("peak_rss_mb")]
         lower = [r["lower_s"] for r in rows[0][2]["archives"] if r.get("lower_s")]

@@ -8,6 +8,8 @@ the real CLI in a subprocess, as a user would.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import subprocess
@@ -33,6 +35,15 @@ VERDICTS = {
     "corrupt": "error",
     "timeout": "timeout",
 }
+REGISTRY_FILES = {
+    "pass_scripted": "linear_00.pt",
+    "pass_traced": "linear_01.pt",
+    "mismatch": "arg_loop.pt",
+    "refused": "hostile.pt",
+    "corrupt": "corrupt.pt",
+    "timeout": "hang.pt",
+    "manifest": "manifest.jsonl",
+}
 #: Fields that differ between two runs of the same batch.
 TIMINGS = {"seconds", "lower_s", "peak_rss_mb", "finished", "recovery"}
 
@@ -57,20 +68,42 @@ def by_path(records: list[dict]) -> dict[str, dict]:
     return {r["path"]: r for r in records}
 
 
+@contextlib.contextmanager
+def _shared(tmp_path_factory, name: str):
+    """A folder all xdist workers share, built by the first one (the batch is the slow part
+    of this file: each worker must not run it again)."""
+    root = tmp_path_factory.getbasetemp().parent / name
+    root.mkdir(exist_ok=True)
+    with open(root.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield root
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 @pytest.fixture(scope="module")
 def reg(tmp_path_factory):
-    return registry_models.registry(tmp_path_factory.mktemp("registry"))
+    with _shared(tmp_path_factory, "registry14") as root:
+        paths = {k: root / "registry" / v for k, v in REGISTRY_FILES.items()}
+        if not (root / "registry" / "manifest.jsonl").exists():
+            assert registry_models.registry(root / "registry") == paths
+        return paths
 
 
 @pytest.fixture(scope="module")
 def batch(reg, tmp_path_factory):
-    """``migrate convert --manifest ... -j 2`` over the whole registry."""
-    out = tmp_path_factory.mktemp("batch_out")
-    proc = migrate(
-        "convert", "--manifest", reg["manifest"], "-o", out, "-j", "2", "--timeout", "300",
-        "--backend", "portable", "--format", "json",
-    )  # fmt: skip
-    return proc, out
+    """``migrate convert --manifest ... -j 2`` over the whole registry, run once."""
+    with _shared(tmp_path_factory, "registry14_batch") as out:
+        done = out / "process.json"
+        if not done.exists():
+            proc = migrate(
+                "convert", "--manifest", reg["manifest"], "-o", out, "-j", "2",
+                "--timeout", "300", "--backend", "portable", "--format", "json",
+            )  # fmt: skip
+            done.write_text(json.dumps([proc.returncode, proc.stdout, proc.stderr]))
+        code, stdout, stderr = json.loads(done.read_text())
+        return subprocess.CompletedProcess([], code, stdout, stderr), out
 
 
 def test_each_archive_gets_its_own_verdict_and_the_exit_code_is_the_worst(reg, batch):
