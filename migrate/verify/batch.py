@@ -776,11 +776,12 @@ def render_summary(result: BatchResult, console: Any, slowest: int = 5) -> None:
             table.add_column(col, no_wrap=col != "why")
         for r in failing:
             err = r.get("error") or {}
+            why = str(err.get("message", "")).replace(r["path"], Path(r["path"]).name)
             table.add_row(
                 _short(r["path"]),
                 r.get("device") or "-",
                 r["verdict"],
-                f"{err.get('stage', '')}: {err.get('message', '')}",
+                f"{err.get('stage')}: {why}",
             )
         console.print(table)
     console.print(

@@ -10,6 +10,7 @@ must be a folder every node can write (a shared filesystem) on a real cluster.
 from __future__ import annotations
 
 import importlib.util
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -27,11 +28,14 @@ def _connect(ray: Any, address: str | None, n_jobs: int | None) -> bool:
     it (and so shut it down). A session the caller already started is reused."""
     if ray.is_initialized():
         return False
-    kwargs: dict[str, Any] = {"log_to_driver": False, "include_dashboard": False}
+    kwargs: dict[str, Any] = {"log_to_driver": False}
+    address = address or os.environ.get("RAY_ADDRESS")
     if address:
-        kwargs["address"] = address
-    elif n_jobs:
-        kwargs["num_cpus"] = n_jobs
+        kwargs["address"] = address  # a cluster's own settings (dashboard, CPUs) are its own
+    else:
+        kwargs["include_dashboard"] = False
+        if n_jobs:
+            kwargs["num_cpus"] = n_jobs
     try:
         ray.init(**kwargs)
     except Exception as exc:
