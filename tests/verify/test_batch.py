@@ -255,8 +255,7 @@ def test_verify_batch_of_a_folder(reg, tmp_path):
 def test_ray_without_ray_says_how_to_install(reg, tmp_path):
     shadow = tmp_path / "noray"
     shadow.mkdir()
-    (shadow / "ray.py").write_text("raise ImportError('no ray here')\n")
-    # find_spec sees this module; make it look absent instead.
+    # As if the extra were not installed: an import of ray fails, find_spec finds nothing.
     (shadow / "sitecustomize.py").write_text("import sys\nsys.modules['ray'] = None\n")
     proc = migrate(
         "convert", reg["corrupt"].parent, "-o", tmp_path / "o", "--ray",
