@@ -369,10 +369,17 @@ def _kill(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
-def run_job(job_doc: dict[str, Any]) -> dict[str, Any]:
+def run_job(job_doc: dict[str, Any], threads: int | None = None) -> dict[str, Any]:
     """Run one archive in a fresh ``python -m migrate.verify.batch`` process; the result
-    record. Used by the local pool and, inside a Ray task, by the cluster runner."""
+    record. Used by the local pool and, inside a Ray task, by the cluster runner.
+
+    ``threads``: torch's intra-op threads in the worker. N workers that each take every
+    core oversubscribe the machine (Ray sets OMP_NUM_THREADS per task itself); a value
+    the user set is kept."""
     job = Job.from_json(job_doc)
+    env = dict(os.environ)
+    if threads and "OMP_NUM_THREADS" not in env:
+        env["OMP_NUM_THREADS"] = str(threads)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="migrate-batch-") as tmp:
         job_file, result_file = Path(tmp) / "job.json", Path(tmp) / "result.json"
@@ -382,6 +389,7 @@ def run_job(job_doc: dict[str, Any]) -> dict[str, Any]:
             cmd,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
+            env=env,
             start_new_session=True,  # its own process group: a timeout kills all of it
         )
         _LIVE.add(proc)
@@ -562,10 +570,7 @@ def _worker_main(argv: list[str]) -> int:
 
 def default_jobs() -> tuple[int, str]:
     """Cores, limited by the memory available per job; and how N was chosen."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - macOS
-        cores = os.cpu_count() or 1
+    cores = _cores()
     avail = _available_memory()
     if avail is None:
         return cores, f"{cores} cores"
@@ -575,6 +580,13 @@ def default_jobs() -> tuple[int, str]:
         f"{cores} cores, {avail / 2**30:.1f} GiB available / "
         f"{JOB_MEMORY_BYTES / 2**30:.1f} GiB per job"
     )
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - macOS
+        return os.cpu_count() or 1
 
 
 def _available_memory() -> int | None:
@@ -663,8 +675,9 @@ def _run_local(todo: list[Job], n_jobs: int, finished: Callable[[dict[str, Any]]
     """N worker processes at a time; threads only wait on them."""
     from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
+    threads = max(1, _cores() // max(1, n_jobs))
     with ThreadPoolExecutor(max_workers=max(1, n_jobs)) as pool:
-        pending = {pool.submit(run_job, job.to_json()) for job in todo}
+        pending = {pool.submit(run_job, job.to_json(), threads) for job in todo}
         try:
             while pending:
                 ready, pending = wait(pending, return_when=FIRST_COMPLETED)
