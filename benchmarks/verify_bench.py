@@ -6,9 +6,13 @@
    to_edge_transform_and_lower + XNNPACK, executorch.runtime, allclose), on the
    same model and the same samples.  Target: ratio under 1.15.
 2. Latency: ExecuTorch (.pte, XNNPACK) and the exported program against the
-   TorchScript archive for each test model (warm-up, then the median).
+   TorchScript archive for each test model, measured as `migrate verify --bench`
+   does (migrate.verify.bench: each runtime's own call on prepared inputs,
+   alternating rounds, median of at least --min-time seconds per runtime),
+   plus each artifact's load time.
 
-Run:  python benchmarks/verify_bench.py [--repeats 3] [--runs 50]
+Run:  python benchmarks/verify_bench.py [--repeats 3] [--min-time 0.2] [--threads N]
+      [--part all|overhead|latency]
 """
 
 from __future__ import annotations
@@ -28,7 +32,8 @@ sys.path.insert(0, str(REPO))
 import torch  # noqa: E402
 
 from fixtures.models import zoo  # noqa: E402
-from migrate.verify.bench import median_latency  # noqa: E402
+from migrate.verify import bench  # noqa: E402
+from migrate.verify import runners as rn  # noqa: E402
 from migrate.verify.errors import quiet  # noqa: E402
 
 SAMPLES = 3
@@ -128,48 +133,50 @@ def overhead(repeats: int) -> None:
               "start and imports)")  # fmt: skip
 
 
-def latency(runs: int) -> None:
-    from executorch.runtime import Runtime
-
+def latency(min_time: float, threads: int | None) -> None:
     from migrate.verify import convert as conv
     from migrate.verify.load import load_archive
 
-    print(f"\nlatency per model, CPU, median of {runs} runs after 5 warm-up runs (ms):")
-    head = f"  {'model':<18}{'TorchScript':>12}{'exported':>10}{'.pte xnnpack':>14}"
-    print(head + f"{'pte/TS':>9}{'ep/TS':>8}")
-    with tempfile.TemporaryDirectory() as d:
-        tmp = Path(d)
-        for name in zoo.FACTORIES:
-            path, inputs = build_archive(name, tmp)
-            example = torch.load(inputs)
-            with quiet():
+    with bench.threads(threads) as counts:
+        print(
+            f"\nlatency per model, CPU, per call from Python (median of >= {min_time:g} s per "
+            f"runtime, alternating rounds), threads {counts}; load from bytes (ms):"
+        )
+        head = f"  {'model':<18}{'TorchScript':>12}{'exported':>10}{'.pte xnnpack':>14}"
+        print(head + f"{'pte/TS':>9}{'ep/TS':>8}{'TS load':>9}{'pt2 load':>10}{'pte load':>10}")
+        with tempfile.TemporaryDirectory() as d, quiet():
+            tmp = Path(d)
+            for name in zoo.FACTORIES:
+                path, inputs = build_archive(name, tmp)
+                example = torch.load(inputs)
                 ts = load_archive(path)
                 ep = conv.convert_archive(ts, example).ep
-                lowered = conv.lower(ep, example, "xnnpack")
                 pte = tmp / f"{name}.pte"
-                pte.write_bytes(lowered.buffer)
-                method = Runtime.get().load_program(str(pte)).load_method("forward")
-                gm = ep.module()
-                with torch.no_grad():
-                    t_ts = median_latency(lambda a, m=ts: m(*a), example, warmup=5, runs=runs)
-                    t_ep = median_latency(lambda a, m=gm: m(*a), example, warmup=5, runs=runs)
-                t_pte = median_latency(
-                    lambda a, m=method: m.execute(list(a)), example, warmup=5, runs=runs
+                pte.write_bytes(conv.lower(ep, example, "xnnpack").buffer)
+                runners = [rn.ScriptRunner(ts, "cpu"), rn.EpRunner(ep, "cpu"), rn.PteRunner(pte)]
+                with torch.no_grad():  # only here: tracing under it takes fused fast paths
+                    calls = [r.prepare(example) for r in runners]
+                    t_ts, t_ep, t_pte = (t.median for t in bench.measure(calls, None, min_time))
+                loads = [bench.load_time(r.loader()) for r in runners]
+                print(
+                    f"  {name:<18}{t_ts * 1e3:>12.4f}{t_ep * 1e3:>10.4f}{t_pte * 1e3:>14.4f}"
+                    f"{t_pte / t_ts:>8.2f}x{t_ep / t_ts:>7.2f}x"
+                    + "".join(f"{x * 1e3:>{w}.2f}" for x, w in zip(loads, (9, 10, 10), strict=True))
                 )
-            print(
-                f"  {name:<18}{t_ts * 1e3:>12.3f}{t_ep * 1e3:>10.3f}{t_pte * 1e3:>14.3f}"
-                f"{t_pte / t_ts:>8.2f}x{t_ep / t_ts:>7.2f}x"
-            )
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--runs", type=int, default=50)
+    ap.add_argument("--min-time", type=float, default=bench.MIN_TIME_S)
+    ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--part", choices=("all", "overhead", "latency"), default="all")
     args = ap.parse_args()
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
-    overhead(args.repeats)
-    latency(args.runs)
+    if args.part in ("all", "overhead"):
+        overhead(args.repeats)
+    if args.part in ("all", "latency"):
+        latency(args.min_time, args.threads)
 
 
 if __name__ == "__main__":

@@ -7,19 +7,23 @@ import shutil
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from migrate.engine import Scanner, ScanOptions
 from migrate.findings import FileError, Finding, ScanResult
 from migrate.fixer import (
     WITH_UNSAFE,
     WRITABLE,
+    Decoded,
     FileFix,
     Held,
+    apply_units,
     decode,
     dirty_files,
     encode,
     fix_source,
     fix_units,
+    take_units,
     write_atomic,
 )
 from migrate.fixplan import finding_key, plan_fixes
@@ -38,6 +42,8 @@ class ApplyResult:
     notes: list[FileError] = field(default_factory=list)
     # Symlinks whose target is rewritten through its own path: their findings are not left.
     links_to_scanned: set[str] = field(default_factory=set)
+    # --test: what the project's tests kept and reverted (migrate.testgate.GateReport).
+    test_report: Any = None
 
     @property
     def changed(self) -> list[FileFix]:
@@ -113,7 +119,10 @@ def run_apply(
     allow_dirty: bool = False,
     unsafe_fixes: bool = False,
     progress: Callable[[int], None] | None = None,
+    test_gate: Callable[[list, dict], Any] | None = None,
 ) -> ApplyResult:
+    """`test_gate` (apply --test) gets the fix units and the files they touch and returns
+    a report whose `kept` units alone are written, in one pass (migrate.testgate)."""
     scanner = Scanner(options, progress)
     scan = scanner.scan(paths)
     allowed = WITH_UNSAFE if unsafe_fixes else WRITABLE
@@ -144,6 +153,9 @@ def run_apply(
             )
         result.skipped_dirty = sorted(dirty_names)
         todo = [p for p in todo if p not in dirty_names]
+    if test_gate is not None:
+        _apply_gated(result, scanner, todo, units, by_path, test_gate, dry_run)
+        return result
     for display in todo:
         job = scanner.jobs[display]
         path = Path(job.path)
@@ -167,15 +179,68 @@ def run_apply(
             result.errors.append(FileError(display, fix.error))
             continue
         if fix.changed and not dry_run:
-            try:
-                write_atomic(path, encode(decoded, fix.fixed))
-            except OSError as exc:
-                # One unwritable folder must not stop the files after it.
-                fix.error = f"cannot write: {_os_reason(exc)}"
-                result.errors.append(FileError(display, fix.error))
-                continue
-            result.written.append(display)
+            _write(result, display, path, decoded, fix)
     return result
+
+
+def _write(result: ApplyResult, display: str, path: Path, decoded: Decoded, fix: FileFix) -> None:
+    try:
+        write_atomic(path, encode(decoded, fix.fixed))
+    except OSError as exc:
+        # One unwritable folder must not stop the files after it.
+        fix.error = f"cannot write: {_os_reason(exc)}"
+        result.errors.append(FileError(display, fix.error))
+        return
+    result.written.append(display)
+
+
+def _apply_gated(
+    result: ApplyResult,
+    scanner: Scanner,
+    todo: list[str],
+    units: list,
+    by_path: dict[str, list[Finding]],
+    test_gate: Callable[[list, dict], Any],
+    dry_run: bool,
+) -> None:
+    """apply --test: one round of fixes per file, only the units the tests keep, written
+    once after every test run (Ctrl-C before then leaves the tree as it was)."""
+    sources: dict[str, tuple[Path, Decoded]] = {}
+    gated: list = []
+    for display in todo:
+        path = Path(scanner.jobs[display].path)
+        try:
+            decoded = decode(path.read_bytes())
+        except (OSError, UnicodeDecodeError, SyntaxError) as exc:
+            result.errors.append(FileError(display, f"cannot read: {exc}"))
+            continue
+        mine = [u for u in units if {f.path for f in u.findings} == {display}]
+        # Units whose edits overlap an earlier one wait for a later run, as in fix_source.
+        taken = {id(f) for f in take_units(mine)[0]}
+        mine = [u for u in mine if all(id(f) in taken for f in u.findings)]
+        try:
+            apply_units(display, decoded.text, mine, decoded.newline)
+        except ValueError as exc:
+            result.errors.append(FileError(display, f"{exc}; left untouched"))
+            continue
+        sources[display] = (path, decoded)
+        gated.extend(mine)
+    report = test_gate(gated, sources)
+    result.test_report = report
+    kept = {id(gated[i]) for i in report.kept}
+    for r in report.reverted:
+        tests = ", ".join(sorted(r.tests))
+        result.held.extend(Held(f, f"reverted: it broke {tests}") for f in gated[r.unit].findings)
+    for display, (path, decoded) in sources.items():
+        mine = [u for u in gated if id(u) in kept and u.findings[0].path == display]
+        applied = [f for u in mine for f in u.findings]
+        fixed = apply_units(display, decoded.text, mine, decoded.newline)
+        done = {id(f) for f in applied}
+        remaining = [f for f in by_path[display] if id(f) not in done]
+        fix = FileFix(display, decoded.text, fixed, applied, remaining)
+        result.fixes.append(fix)
+        if fix.changed and not dry_run:
+            _write(result, display, path, decoded, fix)
 
 
 def _keep_held(original: list[Finding], held: set) -> Callable[[list[Finding]], list[Finding]]:

@@ -326,6 +326,48 @@ def apply(
             show_default=False,
         ),
     ] = None,
+    test: Annotated[
+        str | None,
+        typer.Option(
+            "--test",
+            metavar="CMD",
+            help="Keep only the fixes this test command still passes (run in a scratch copy).",
+        ),
+    ] = None,
+    test_format: Annotated[
+        str,
+        typer.Option(
+            "--test-format",
+            metavar="FORMAT",
+            help="auto (per test with pytest, else the exit code) | junit | exit-code.",
+        ),
+    ] = "auto",
+    test_timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--test-timeout", metavar="SECONDS", help="Stop a test run after this long (a failure)."
+        ),
+    ] = None,
+    test_retries: Annotated[
+        int,
+        typer.Option(
+            "--test-retries",
+            metavar="N",
+            help="Run the baseline N more times; tests that flip are flaky and ignored.",
+        ),
+    ] = 0,
+    test_select: Annotated[
+        str,
+        typer.Option(
+            "--test-select",
+            metavar="WHICH",
+            help="all | imports (each trial runs the test files that import what changed).",
+        ),
+    ] = "all",
+    test_report: Annotated[
+        Path | None,
+        typer.Option("--test-report", metavar="FILE", help="Write the --test report as JSON."),
+    ] = None,
     select: SelectOpt = None,
     ignore: IgnoreOpt = None,
     exclude: ExcludeOpt = None,
@@ -353,7 +395,16 @@ def apply(
             if not dry_run:  # a dry run shows the diff of the tree itself and writes nothing
                 targets = [str(p) for p in copy_tree(paths, out)]
                 allow_dirty = True
-        with _progress(True, "migrating") as progress:
+        gate = _test_gate(
+            test or config.test,
+            test_format,
+            test_timeout or config.test_timeout,
+            test_retries,
+            test_select,
+            targets,
+            out,
+        )
+        with _progress(gate is None, "migrating") as progress:
             result = run_apply(
                 targets,
                 options,
@@ -361,14 +412,51 @@ def apply(
                 allow_dirty=allow_dirty,
                 unsafe_fixes=unsafe,
                 progress=progress,
+                test_gate=gate,
             )
         sys.stdout.write(render_apply(result, dry_run=dry_run, color=_use_color()))
+        if result.test_report is not None:
+            _report_gate(result.test_report, test_report)
     if result.errors:
         raise typer.Exit(EXIT_ERROR)
     if dry_run:
         raise typer.Exit(EXIT_FINDINGS if result.changed else EXIT_CLEAN)
     if result.remaining:
         raise typer.Exit(EXIT_FINDINGS)
+
+
+def _test_gate(command, fmt, timeout, retries, select, targets, out):
+    """apply --test: the gate run_apply calls with the fix units, or None."""
+    if not command:
+        return None
+    from migrate.testgate import FORMATS, SELECTS, Gate, TestSettings, repository_root
+
+    if out is not None:
+        raise ValueError("--test cannot be combined with --out; run it on the tree itself")
+    if fmt not in FORMATS:
+        raise ValueError(f"--test-format must be one of {', '.join(FORMATS)}, not {fmt}")
+    if select not in SELECTS:
+        raise ValueError(f"--test-select must be one of {', '.join(SELECTS)}, not {select}")
+    if timeout is not None and timeout <= 0:
+        raise ValueError(f"--test-timeout must be above 0 seconds, not {timeout:g}")
+    if retries < 0:
+        raise ValueError(f"--test-retries must be 0 or more, not {retries}")
+    settings = TestSettings(command, fmt, timeout, retries, select)
+    gate = Gate(settings, repository_root(targets), lambda m: typer.echo(f"test: {m}", err=True))
+    return gate.run
+
+
+def _report_gate(report, json_path: Path | None) -> None:
+    import json
+
+    from migrate.testgate import render_text
+
+    sys.stdout.write(render_text(report))
+    if json_path is not None:
+        try:
+            json_path.write_text(json.dumps(report.to_dict(), indent=2) + "\n", encoding="utf-8")
+        except OSError as exc:
+            raise ValueError(f"--test-report {json_path}: {_os_reason(exc)}") from None
 
 
 @app.command("rules")
@@ -430,6 +518,14 @@ def report(
     jobs: JobsOpt = None,
     config_file: ConfigOpt = None,
     isolated: IsolatedOpt = False,
+    test_report: Annotated[
+        Path | None,
+        typer.Option(
+            "--test-report",
+            metavar="FILE",
+            help="Add what `apply --test` kept and reverted (its JSON) to the HTML plan.",
+        ),
+    ] = None,
     verify_results: Annotated[
         Path | None,
         typer.Option(
@@ -455,6 +551,13 @@ def report(
         registry = load_registry(verify_results) if verify_results is not None else None
         with _progress(True, "planning") as progress:
             plan = build_plan(path, options, progress)
+        if test_report is not None:
+            from migrate.testgate import load_report
+
+            if format != "html":
+                raise ValueError("--test-report is shown by --format html only")
+
+            plan.tests = load_report(test_report)
         plan.registry = registry
         rendered = RENDERERS[format](plan)
         if output:

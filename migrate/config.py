@@ -21,6 +21,8 @@ KNOWN_KEYS = (
     "format",
     "unsafe-fixes",
     "verify",
+    "test",
+    "test-timeout",
 )
 VERIFY_KEYS = {"rtol": float, "atol": float, "samples": int, "seed": int, "device": str}
 
@@ -40,6 +42,8 @@ class Config:
     format: str = "text"
     unsafe_fixes: bool = False
     verify: dict[str, Any] = field(default_factory=dict)
+    test: str | None = None  # apply --test
+    test_timeout: float | None = None
 
 
 def find_pyproject(paths: list[str]) -> Path | None:
@@ -166,6 +170,14 @@ def load_config(path: Path) -> Config:
                 if not isinstance(vvalue, expected) or isinstance(vvalue, bool):
                     raise ConfigError(f"{where}: `verify.{vkey}` must be a {expected.__name__}")
                 config.verify[vkey] = vvalue
+        elif key == "test":
+            if not isinstance(value, str) or not value.strip():
+                raise ConfigError(f"{where}: `test` must be a command line (a string)")
+            config.test = value
+        elif key == "test-timeout":
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                raise ConfigError(f"{where}: `test-timeout` must be a number of seconds above 0")
+            config.test_timeout = float(value)
         else:
             raise ConfigError(
                 f"{where}: unknown key `{key}` (known: {', '.join(sorted(KNOWN_KEYS))})"

@@ -23,6 +23,7 @@ FAMILIES = (
     ("MIG1", "Capture: torch.jit.script / trace to torch.export"),
     ("MIG2", "Serialization: jit.save / jit.load to .pt2 / .pte"),
     ("MIG3", "CUDA 12.8 pins"),
+    ("MIG4", "Serving code outside Python: C++, Android, iOS, build files"),
     ("MIG9", "Advisory"),
 )
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import fnmatch
+import functools
 import io
 import os
 import re
@@ -115,9 +116,16 @@ class CheckSet:
         # is ignored must not fall through to a catch-all pattern (MIG120 torch.jit.*).
         self._exact: dict[str, str] = {}
         self._patterns: list[tuple[str, str]] = []
+        # Top packages the walk resolves: torch, and frameworks whose rules list symbols
+        # (detectron2, timm: issue 19); their APIs are followed through repo re-exports.
+        self.roots = {"torch"}
+        self.framework_apis: set[str] = set()
         for rule in rules.values():
             if rule.target != "python":
                 continue
+            self.roots.update(s.split(".")[0] for s in rule.symbols)
+            apis = [*rule.symbols, *rule.extra.get("calls", ())]
+            self.framework_apis.update(s for s in apis if not s.startswith("torch"))
             for symbol in rule.symbols:
                 if "*" in symbol:
                     self._patterns.append((symbol, rule.code))
@@ -176,7 +184,7 @@ class _Walker:
         if not isinstance(expr, (ast.Name, ast.Attribute)):
             return None
         qual = self.table.qualname(expr)
-        if not qual or not qual.startswith("torch"):
+        if not qual or not (qual.startswith("torch") or qual.split(".")[0] in self.checks.roots):
             return None
         check = self.checks.for_symbol(qual)
         return (qual, check) if check else None
@@ -499,6 +507,8 @@ def _run_job(
     try:
         data = Path(job.path).read_bytes()
         file_digest = digest(data)
+        if not job.python and not _may_match(job, data):
+            return FileResult(job.display, digest=file_digest)
         text = decode_source(data)
     except UnicodeDecodeError as exc:
         reason = exc.reason if exc.encoding == "binary" else f"not valid {exc.encoding} text"
@@ -514,6 +524,21 @@ def _run_job(
         return FileResult(job.display, error=f"{message} (rerun with --debug for the traceback)")
     result.digest = file_digest
     return result
+
+
+def _may_match(job: _Job, data: bytes) -> bool:
+    """Whether a non-Python file's bytes can hold a finding (its text checks' prefilters, as
+    bytes). Files that cannot are never decoded: a Latin-1 C++ source or a binary header that
+    no check reads is not an error."""
+    checks = _checks_for(None).text_checks_for(PurePosixPath(job.display))
+    if not checks or any(not c.prefilter for c in checks):
+        return True
+    return any(_bytes_pattern(c.prefilter).search(data) for c in checks)
+
+
+@functools.lru_cache(maxsize=64)
+def _bytes_pattern(pattern: str) -> re.Pattern[bytes]:
+    return re.compile(pattern.encode())
 
 
 def analyze_loaded(
@@ -679,10 +704,16 @@ class Scanner:
 
         self._facts = None
         self._last_findings = out.findings
+        if any(f.rule.startswith("MIG4") for f in out.findings):
+            # Serving code outside Python linked to the Python writers of its archives (the
+            # planner then keeps those writers: the native loader cannot read a .pt2).
+            from migrate.analysis.serving import link_serving
+
+            out.findings = link_serving(out.findings, lambda: self.facts(force=True))
         out.findings = plan_fixes(out.findings, WITH_UNSAFE, self.codes, self.facts()).findings
         return out
 
-    def facts(self) -> object | None:
+    def facts(self, force: bool = False) -> object | None:
         """Repository facts for the fix planner (migrate.analysis), built once, and only when
         a finding's fix depends on other files. Every Python file of the scan takes part as
         text (a loader's path constant or an importer of a capture can live in a file that
@@ -693,7 +724,7 @@ class Scanner:
         from migrate.fixplan import needs_facts
 
         findings = getattr(self, "_last_findings", [])
-        if not needs_facts(findings):
+        if not force and not needs_facts(findings):
             return None
         sources = []
         for job in self.jobs.values():
@@ -829,7 +860,8 @@ class Scanner:
         ran_with: dict[str, int] = {}
         resolved: dict[str, str] = {}
         for _ in range(5):
-            resolved = _close_exports([*(r.exports for r in results.values()), *outside])
+            tables = [*(r.exports for r in results.values()), *outside]
+            resolved = _close_exports(tables, self.checks.framework_apis)
             if not resolved:
                 return resolved
             modules = {k.rsplit(".", 1)[0] for k in resolved}
@@ -855,14 +887,22 @@ class Scanner:
         return resolved
 
 
-def _close_exports(tables: Iterable[dict[str, str]]) -> dict[str, str]:
-    """Follow repo-module re-export chains to the torch name at their end."""
+def _close_exports(
+    tables: Iterable[dict[str, str]], framework_apis: Iterable[str] = ()
+) -> dict[str, str]:
+    """Follow repo-module re-export chains to the torch name at their end, or to a
+    framework API a rule names (or a module on its path: `timm.layers`, not `timm`)."""
+    ends = {
+        ".".join(parts[:cut])
+        for parts in (api.split(".") for api in framework_apis)
+        for cut in range(2, len(parts) + 1)
+    }
     raw: dict[str, str] = {}
     for table in tables:
         raw.update(table)
 
     def follow(qual: str, depth: int = 0) -> str | None:
-        if qual.startswith("torch"):
+        if qual.startswith("torch") or qual in ends:
             return qual
         if depth > 8:
             return None

@@ -13,8 +13,10 @@ import difflib
 import errno
 import io
 import os
+import re
 import signal
 import stat
+import sys
 import tempfile
 import threading
 import tokenize
@@ -34,7 +36,17 @@ WITH_UNSAFE = frozenset({Applicability.SAFE, Applicability.UNSAFE})
 MAX_ROUNDS = 5
 
 # Imports that only exist for TorchScript; removed when the rewrite leaves them unused.
-TORCHSCRIPT_MODULES = ("torch.jit", "torch.utils.mobile_optimizer", "torch.jit.mobile")
+TORCHSCRIPT_MODULES = (
+    "torch.jit",
+    "torch.utils.mobile_optimizer",
+    "torch.jit.mobile",
+    # timm's switches for scriptable layers (MIG144): `from timm.layers import set_scriptable`.
+    *(
+        f"{m}.{n}"
+        for m in ("timm.layers", "timm.layers.config", "timm.models.layers")
+        for n in ("set_scriptable", "set_layer_config")
+    ),
+)
 
 
 @dataclass
@@ -327,13 +339,11 @@ def fix_imports(text: str, specs: list[str], python_file: bool = True) -> str:
     edits = _removal_edits(text, tree, to_remove)
     if edits is None:
         return _fix_imports_libcst(text, to_add, to_remove)
-    index = LineIndex(text)
     newline = newline_of(text)
     # Plain imports first, then from-imports, each sorted (as libcst's AddImportsVisitor).
     additions = sorted(dict.fromkeys(to_add), key=lambda s: (s.startswith("from "), s))
     if additions:
-        at = index.offset(_insertion_line(tree), 0)
-        edits.append(Edit(at, at, "".join(f"{spec}\n" for spec in additions)))
+        edits.extend(_addition_edits(text, tree, additions, avoid=edits))
     return apply_edits(text, edits, newline)
 
 
@@ -386,6 +396,171 @@ def _removal_edits(
                 new = ""
             edits.append(Edit(first, last, new))
     return edits
+
+
+def _section(module: str, level: int = 0) -> int:
+    """isort's section order: __future__, standard library, third party, local."""
+    if level:
+        return 3
+    top = module.split(".")[0]
+    if top == "__future__":
+        return 0
+    return 1 if top in sys.stdlib_module_names else 2
+
+
+def _sort_key(stmt: ast.stmt) -> tuple[int, str]:
+    """ruff's default isort order inside a section: `import x` lines, then `from x import`."""
+    if isinstance(stmt, ast.Import):
+        return (0, stmt.names[0].name.lower())
+    assert isinstance(stmt, ast.ImportFrom)
+    return (1, ("." * stmt.level + (stmt.module or "")).lower())
+
+
+def _addition_edits(
+    text: str, tree: ast.Module, additions: list[str], avoid: Iterable[Edit] = ()
+) -> list[Edit]:
+    """Insert each import into the leading import block where isort would put it: into the
+    statement importing from its module, inside the group of its section in sorted position,
+    or as a new group between its neighbours. Statements `avoid` edits are not merged into."""
+    index = LineIndex(text)
+    block = _leading_imports(tree)
+    edits, additions = _merge_edits(text, index, block, additions, list(avoid))
+    inserts: dict[tuple[int, int], list[tuple[tuple[int, str], str]]] = {}
+    if not block:
+        line = _insertion_line(tree)
+        after_new = "\n" if index.offset(line, 0) < len(text) else ""
+        if after_new and text[index.offset(line, 0) :].startswith(("\n", "\r\n")):
+            after_new = ""
+        elif after_new and isinstance(_first_code(tree, line), (ast.FunctionDef, ast.ClassDef)):
+            after_new = "\n\n"
+        at = index.offset(line, 0)
+        return [Edit(at, at, "".join(f"{s}\n" for s in additions) + after_new)]
+    groups: list[list[ast.stmt]] = [[block[0]]]
+    for prev, stmt in zip(block, block[1:], strict=False):
+        if stmt.lineno > prev.end_lineno + 1:  # type: ignore[operator]
+            groups.append([])
+        groups[-1].append(stmt)
+    ranks = [_group_section(g) for g in groups]
+    for spec in additions:
+        new = ast.parse(spec).body[0]
+        rank = _section(getattr(new, "module", None) or new.names[0].name)  # type: ignore[attr-defined]
+        key = _sort_key(new)
+        if rank in ranks:
+            group = groups[ranks.index(rank)]
+            later = [s for s in group if _sort_key(s) > key]
+            if later:
+                where = (index.offset(later[0].lineno, 0), 0)
+            else:
+                where = (index.offset(group[-1].end_lineno + 1, 0), 0)  # type: ignore[operator]
+        else:
+            higher = [g for g, r in zip(groups, ranks, strict=True) if r > rank]
+            if higher:
+                where = (index.offset(higher[0][0].lineno, 0), 1)  # new group above it
+            else:
+                where = (index.offset(groups[-1][-1].end_lineno + 1, 0), 2)  # type: ignore[operator]
+        inserts.setdefault(where, []).append((key, spec))
+    # One edit per offset: the end of the last group may also take a new group after it.
+    texts: dict[int, str] = {}
+    for (at, kind), specs in sorted(inserts.items()):
+        lines = "".join(f"{spec}\n" for _, spec in sorted(specs))
+        texts[at] = texts.get(at, "") + {0: lines, 1: lines + "\n", 2: "\n" + lines}[kind]
+    return edits + [Edit(at, at, added) for at, added in texts.items()]
+
+
+def _merge_edits(
+    text: str, index: LineIndex, block: list[ast.stmt], additions: list[str], avoid: list[Edit]
+) -> tuple[list[Edit], list[str]]:
+    """Edits adding `from M import name` specs to a one-line `from M import a, b` statement of
+    the block (as isort combines them), and the specs left to insert as statements of their own.
+    Aliased names stay on lines of their own (isort's combine-as-imports is off)."""
+    targets: dict[int, tuple[ast.ImportFrom, Edit, list[str]]] = {}
+    left = []
+    for spec in additions:
+        new = ast.parse(spec).body[0]
+        target = None
+        if isinstance(new, ast.ImportFrom) and not new.level and _plain_names(new):
+            target = next((s for s in block if _can_take(s, new.module, text, index)), None)
+        if target is None:
+            left.append(spec)
+            continue
+        start = index.offset(target.lineno, 0)
+        span = Edit(start, start + len(index.line_text(target.lineno)), "")
+        if any(_overlaps(span, e) for e in avoid):
+            left.append(spec)
+            continue
+        names = targets.setdefault(target.lineno, (target, span, _plain_names(target)))[2]
+        names.extend(n for n in _plain_names(new) if n not in names)
+    edits = []
+    for target, span, names in targets.values():
+        merged = ", ".join(sorted(names, key=_member_key))
+        line = text[span.start : span.end]
+        comment = "  " + line[line.index("#") :] if "#" in line else ""
+        edits.append(Edit(span.start, span.end, f"from {target.module} import {merged}{comment}"))
+    return edits, left
+
+
+def _plain_names(stmt: ast.ImportFrom) -> list[str]:
+    """The names of `from M import a, b`, or [] where one has an alias or is a star."""
+    if any(a.asname or a.name == "*" for a in stmt.names):
+        return []
+    return [a.name for a in stmt.names]
+
+
+def _can_take(stmt: ast.stmt, module: str | None, text: str, index: LineIndex) -> bool:
+    """A one-line, unparenthesized `from module import a, b` at column 0."""
+    if not (isinstance(stmt, ast.ImportFrom) and stmt.module == module and not stmt.level):
+        return False
+    line = index.line_text(stmt.lineno)
+    return (
+        stmt.end_lineno == stmt.lineno
+        and stmt.col_offset == 0
+        and bool(_plain_names(stmt))
+        and not any(mark in line for mark in ";(\\")
+    )
+
+
+def _member_key(name: str) -> tuple:
+    """ruff's isort order of imported names (order-by-type): CONSTANTS, Classes, then the
+    rest, each in case-insensitive natural order (`a2` before `a10`)."""
+    if len(name) > 1 and name.upper() == name and name.lower() != name:
+        kind = 0
+    elif name[:1].isupper():
+        kind = 1
+    else:
+        kind = 2
+    return (kind, _natural(name.lower()), _natural(name))
+
+
+def _natural(name: str) -> tuple:
+    parts = re.split(r"(\d+)", name)
+    return tuple(int(part) if i % 2 else part for i, part in enumerate(parts))
+
+
+def _leading_imports(tree: ast.Module) -> list[ast.stmt]:
+    """The module's first run of import statements (after the docstring)."""
+    body = list(tree.body)
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    block = []
+    for stmt in body:
+        if not isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            break
+        block.append(stmt)
+    return block
+
+
+def _group_section(group: list[ast.stmt]) -> int:
+    sections = [
+        _section(s.module or "", s.level)
+        if isinstance(s, ast.ImportFrom)
+        else _section(s.names[0].name)
+        for s in group
+    ]
+    return max(set(sections), key=sections.count)
+
+
+def _first_code(tree: ast.Module, line: int) -> ast.stmt | None:
+    return next((s for s in tree.body if s.lineno >= line), None)
 
 
 def _insertion_line(tree: ast.Module) -> int:
@@ -556,11 +731,37 @@ def fix_source(
         findings = analyze(current)
         if replan is not None:
             findings = replan(findings)
+    if path.endswith((".py", ".pyi")):
+        from migrate.tidy import tidy
+
+        current = tidy(text, current, path)
     result.fixed = current
     result.applied = applied
     result.remaining = findings
     result.held = held
     return result
+
+
+def apply_units(path: str, text: str, units: Iterable[_Unit], newline: str = "\n") -> str:
+    """The file's text with exactly these units written (one round, no re-analysis), or
+    ValueError naming why it cannot be (overlapping edits, invalid code): `apply --test`
+    builds each trial's files from a subset of the units this way."""
+    units = list(units)
+    if not units:
+        return text
+    taken, edits = take_units(units)
+    if len(taken) != sum(len(u.findings) for u in units):
+        raise ValueError("two of the fixes overlap; they cannot be written together")
+    new = apply_edits(text, edits, newline)
+    if path.endswith((".py", ".pyi")):
+        try:
+            new = fix_imports(new, _import_specs(taken))
+        except SyntaxError as exc:
+            raise ValueError(f"fix produced invalid code (line {exc.lineno}: {exc.msg})") from None
+    problem = validate(path, new)
+    if problem and validate(path, text) is None:
+        raise ValueError(f"fix produced invalid code ({problem})")
+    return new
 
 
 def write_atomic(path: Path, data: bytes) -> None:

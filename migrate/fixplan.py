@@ -24,13 +24,16 @@ TRACE_RULES = ("MIG102", "MIG103")
 CAPTURE_RULES = ("MIG101", "MIG102", "MIG103")
 PRODUCER_RULES = ("MIG201", "MIG204")
 CONSUMER_RULES = ("MIG202", "MIG205")
-# Decorators whose removal is right only once nothing scripts their class.
-SCRIPT_ONLY_DECORATORS = ("MIG104", "MIG105", "MIG106", "MIG109")
+# Fixes that remove what the scripting compiler reads (decorators, type hints): right only
+# once nothing scripts that code.
+TYPING_RULES = (
+    "MIG104", "MIG105", "MIG106", "MIG108", "MIG109", "MIG111", "MIG112", "MIG113", "MIG114",
+)  # fmt: skip
 
 
 def needs_facts(findings: Iterable[Finding]) -> bool:
     """Whether any fix here depends on other files (else the planner needs no facts)."""
-    cross_file = {*CAPTURE_RULES, *PRODUCER_RULES, *CONSUMER_RULES, *SCRIPT_ONLY_DECORATORS}
+    cross_file = {*CAPTURE_RULES, *PRODUCER_RULES, *CONSUMER_RULES, *TYPING_RULES}
     return any(f.autofix is not None and f.rule in cross_file for f in findings)
 
 
@@ -198,15 +201,15 @@ def loaders_move_with_their_writers(ctx: Context) -> dict[FindingKey, str]:
         reason = None
         if site.role == "consumer":
             producers = facts.producers_of(site)  # type: ignore[attr-defined]
-            if site.key is None:
+            if site.key is None and site.basename is None:
                 reason = (
                     "it reads a path chosen at run time; the tool cannot see what writes it. "
                     "Once that file is converted (`migrate convert`), load the `.pt2`/`.pte`"
                 )
             elif not producers:
                 reason = (
-                    f"nothing in the repository writes `{site.key}`: convert that archive with "
-                    "`migrate convert` first, then load the file it writes"
+                    f"nothing in the repository writes `{site.file_name}`: convert that archive "
+                    "with `migrate convert` first, then load the file it writes"
                 )
             else:
                 staying = [
@@ -214,18 +217,18 @@ def loaders_move_with_their_writers(ctx: Context) -> dict[FindingKey, str]:
                 ]
                 if staying:
                     reason = (
-                        f"`{site.key}` is written by {_where(staying[0].span)}, which stays "
-                        "TorchScript in this run"
+                        f"`{site.file_name}` is written by {_where(staying[0].span)}, which "
+                        "stays TorchScript in this run"
                     )
         else:
             consumers = facts.consumers_of(site)  # type: ignore[attr-defined]
             staying = [c for c in consumers if _stays(ctx, _at(ctx, CONSUMER_RULES, *c.span.start))]
             if staying:
                 reason = (
-                    f"`{site.key}` is read by {_where(staying[0].span)}, which stays TorchScript "
-                    "in this run"
+                    f"`{site.file_name}` is read by {_where(staying[0].span)}, which stays "
+                    "TorchScript in this run"
                 )
-        if reason is None and site.key is not None:
+        if reason is None and site.file_name is not None:
             reason = _renamed_apart(facts, site)
         if reason is not None:
             for f in mine:
@@ -237,13 +240,15 @@ def _renamed_apart(facts, site) -> str | None:
     """Writers and readers of one file must rename it alike: all at a literal in the call,
     or all through one shared constant (which the rewrite leaves as it is)."""
     linked = [site, *facts.producers_of(site), *facts.consumers_of(site)]
+    # The rewrite renames a literal written in the call; a constant defined elsewhere stays.
     inline = {
-        s.path_def is not None and s.path is not None and _inside(s.path_def, s.path)
+        s.basename is not None
+        or (s.path_def is not None and s.path is not None and _inside(s.path_def, s.path))
         for s in linked
     }
     if len(inline) > 1:
         return (
-            f"`{site.key}` is named at the call in some places and through a constant in "
+            f"`{site.file_name}` is named at the call in some places and through a constant in "
             "others: the rename to the new extension would split them; name it one way"
         )
     return None
@@ -325,16 +330,19 @@ def _covers(span, f: Finding) -> bool:
     return span.display == f.path and span.line <= f.line <= span.end_line
 
 
-def script_decorators_stay_while_scripted(ctx: Context) -> dict[FindingKey, str]:
-    """`@torch.jit.ignore`, `@torch.jit.export`... tell the scripting compiler what to skip:
-    removing them while a `torch.jit.script` of their class stays breaks that script."""
+def typing_stays_while_scripted(ctx: Context) -> dict[FindingKey, str]:
+    """`@torch.jit.ignore`, `torch.jit.annotate`, `_overload`, `Final`, `Attribute`... tell the
+    scripting compiler what to skip or how to type a value: removing them is right only once
+    nothing scripts that code. A `torch.jit.script` that stays TorchScript keeps them in the
+    files its class can reach (its module and what that imports); when the tool cannot tell
+    what it scripts, everywhere."""
     facts = ctx.facts
     if facts is None:
         return {}
+    typed = [f for f in ctx.findings if f.rule in TYPING_RULES and f.autofix is not None]
+    if not typed:
+        return {}
     holds: dict[FindingKey, str] = {}
-    decorated = [f for f in ctx.findings if f.rule in SCRIPT_ONLY_DECORATORS and f.autofix]
-    if not decorated:
-        return holds
     for capture in facts.captures:  # type: ignore[attr-defined]
         if capture.api != "torch.jit.script":
             continue
@@ -343,23 +351,43 @@ def script_decorators_stay_while_scripted(ctx: Context) -> dict[FindingKey, str]
             continue
         captured = facts.class_of_capture(*start)  # type: ignore[attr-defined]
         if captured is None:
-            continue
-        for f in decorated:
-            if (
-                f.path == captured.display
-                and captured.span is not None
-                and _covers(captured.span, f)
-            ):
-                holds[finding_key(f)] = (
-                    f"`{captured.class_name}` is still scripted at {_where(capture.call)}"
-                )
+            reach = None
+            why = (
+                f"the `torch.jit.script` at {_where(capture.call)} stays and the tool cannot "
+                "tell what it compiles; the scripting compiler reads this"
+            )
+        else:
+            reach = facts.imported_closure(captured.display)  # type: ignore[attr-defined]
+            why = (
+                f"`{captured.class_name}` is still scripted at {_where(capture.call)}, and the "
+                "scripting compiler reads this"
+            )
+        for f in typed:
+            if reach is None or f.path in reach:
+                holds.setdefault(finding_key(f), why)
+    return holds
+
+
+def writers_wait_for_native_readers(ctx: Context) -> dict[FindingKey, str]:
+    """A C++/Android/iOS loader (MIG4xx) of the same archive cannot read what the rewritten
+    writer would produce: the writer stays until that serving code moves (by hand)."""
+    holds: dict[FindingKey, str] = {}
+    for f in ctx.findings:
+        served = f.get("served_by")
+        if f.rule in PRODUCER_RULES and f.autofix is not None and served:
+            archive, path, line, rule = served[0]
+            holds[finding_key(f)] = (
+                f"serving code outside Python loads `{archive}` ({path}:{line}, {rule}): it "
+                "stays TorchScript until that loader moves to ExecuTorch"
+            )
     return holds
 
 
 PLANNING_RULES: list[PlanningRule] = [
+    writers_wait_for_native_readers,
     tracer_filters_stay_while_traces_do,
     loaders_move_with_their_writers,
     captures_move_with_every_use,
     captures_wait_for_their_forward,
-    script_decorators_stay_while_scripted,
+    typing_stays_while_scripted,
 ]

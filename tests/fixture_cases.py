@@ -1,5 +1,7 @@
 """Golden fixture pairs: fixtures/rules/<CODE>/<case>.before.<ext> beside .after.<ext> and
 .findings.txt. `MIGRATE_UPDATE=1 pytest` rewrites the expected files; review with git diff.
+A pair with a `<case>.oracle.py` sidecar must still behave like its original before a
+regenerated after is written (tests/fixture_oracle.py).
 
 A case without an .after file must stay unchanged (negatives, manual-only findings).
 Text (non-Python) cases name the file the checks see in their first segment after the case:
@@ -113,6 +115,8 @@ def run_case(case: Case) -> None:
     after_path = case.sibling("after")
     if UPDATE:
         if fixed.fixed != source:
+            # A regenerated snapshot must still behave like the original before it is written.
+            check_behaviour_before_update(case, fixed.fixed)
             write(after_path, fixed.fixed)
         elif after_path.exists():
             after_path.unlink()
@@ -127,3 +131,21 @@ def run_case(case: Case) -> None:
     assert not left, f"{case}: fixable findings remain"
     again = fix_source(case.checked_as, fixed.fixed, analyze, newline, allowed=WITH_UNSAFE)
     assert again.fixed == fixed.fixed
+
+
+def check_behaviour_before_update(case: Case, after_text: str) -> None:
+    """Run the behaviour oracle (tests/fixture_oracle.py) on a would-be `after`; a pair that
+    stops agreeing fails here instead of becoming the new snapshot."""
+    from tests import fixture_oracle
+
+    if not fixture_oracle.oracle_path(case).exists():
+        return
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        candidate = Path(folder) / f"{case.name}.after.py"
+        write(candidate, after_text)
+        try:
+            fixture_oracle.check_pair(case, Path(folder) / "run", after=candidate)
+        except fixture_oracle.KnownDefect:
+            pass  # already listed in KNOWN_DEFECTS (a strict xfail of the oracle test)

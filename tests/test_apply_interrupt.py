@@ -13,8 +13,9 @@ import pytest
 from migrate.apply import run_apply
 from migrate.engine import ScanOptions
 
-BEFORE = "import torch\n\n\n@torch.jit.unused\ndef helper_{i}(x):\n    return x + {i}\n"
-AFTER = "import torch\n\n\ndef helper_{i}(x):\n    return x + {i}\n"
+# The body uses torch, so the import stays (an import the rewrite leaves unused is dropped).
+BEFORE = "import torch\n\n\n@torch.jit.unused\ndef helper_{i}(x):\n    return torch.relu(x) + {i}\n"
+AFTER = "import torch\n\n\ndef helper_{i}(x):\n    return torch.relu(x) + {i}\n"
 
 
 def make_tree(root, n):

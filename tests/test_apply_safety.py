@@ -17,8 +17,9 @@ from migrate.findings import Finding, Fix, FixKind
 from migrate.fixer import fix_source
 from tests.test_apply_repo import digest, migrate
 
-SCRIPTED = "import torch\n\n\n@torch.jit.unused\ndef helper(x):\n    return x\n"
-FIXED = "import torch\n\n\ndef helper(x):\n    return x\n"
+# The body uses torch, so the import stays (an import the rewrite leaves unused is dropped).
+SCRIPTED = "import torch\n\n\n@torch.jit.unused\ndef helper(x):\n    return torch.relu(x)\n"
+FIXED = "import torch\n\n\ndef helper(x):\n    return torch.relu(x)\n"
 
 
 def test_crlf_bom_and_mode_are_kept(tmp_path):

@@ -63,7 +63,7 @@ def test_unsafe_fix_is_written_only_with_unsafe_fixes(tmp_path):
     reasons = {h.finding.rule: h.reason for h in result.held}
     assert "pass --unsafe-fixes" in reasons["MIG102"]
     text, _ = _apply(tmp_path, GROUP, unsafe_fixes=True)
-    assert "traced = torch.export.export(model, " in text
+    assert "traced = torch.export.export(" in text
     assert 'torch.export.save(traced, "model.pt2")' in text
 
 
@@ -73,14 +73,47 @@ def test_safe_fix_is_written_by_default(tmp_path):
     assert not result.held
 
 
-def test_capture_called_with_its_example_is_safe(tmp_path):
-    text, _ = _apply(tmp_path, CALLED_AS_TRACED)
-    assert "traced = torch.export.export(model, " in text
+def test_export_capture_is_unsafe_even_when_called_with_its_example(tmp_path):
+    # export can fail where trace ran (Python reading tensor values, unregistered output
+    # types), so no export capture is safe; the eager rewrite of a script is.
+    for source in (CALLED_AS_TRACED, CALLED_OTHERWISE):
+        text, result = _apply(tmp_path, source)
+        assert text == source
+        assert [h.finding.applicability for h in result.held] == [Applicability.UNSAFE]
+    text, _ = _apply(tmp_path, CALLED_AS_TRACED, unsafe_fixes=True)
     assert "return traced.module()(x)" in text
-    # Other inputs may have other shapes: export's specialisation can fail them.
-    text, result = _apply(tmp_path, CALLED_OTHERWISE)
-    assert text == CALLED_OTHERWISE
-    assert [h.finding.applicability for h in result.held] == [Applicability.UNSAFE]
+
+
+SCRIPTED_ELSEWHERE = {
+    "pkg/__init__.py": "",
+    "pkg/layers.py": (
+        "import torch\n\n\nclass Scale(torch.nn.Module):\n"
+        "    def forward(self, x):\n        return x * scale(x.size(0))\n\n\n"
+        "def scale(n: int) -> int:\n    return torch.jit.annotate(int, n) + 1\n"
+    ),
+    "pkg/export.py": (
+        "import torch\n\nfrom pkg.layers import Scale\n\n\n"
+        "def export(path):\n    torch.jit.save(torch.jit.script(Scale()), path)\n"
+    ),
+}
+
+
+def test_typing_fixes_wait_while_their_code_is_still_scripted(tmp_path):
+    for name, text in SCRIPTED_ELSEWHERE.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    options = ScanOptions(use_git=False, cache=False)
+    result = run_apply([str(tmp_path)], options, allow_dirty=True)
+    layers = (tmp_path / "pkg/layers.py").read_text()
+    assert "torch.jit.annotate(int, n)" in layers  # the script stays: so does its type hint
+    (annotate,) = [f for f in result.scan.findings if f.rule == "MIG111"]
+    assert annotate.fix is FixKind.ASSISTED
+    assert "pkg/export.py:7, and the scripting compiler reads this" in annotate.message
+    assert "`Scale` is still scripted at " in annotate.message
+    # Once the script goes (here: the user removed it), the hint goes too.
+    (tmp_path / "pkg/export.py").write_text("def export(path):\n    pass\n")
+    run_apply([str(tmp_path)], options, allow_dirty=True)
+    assert "return n + 1" in (tmp_path / "pkg/layers.py").read_text()
 
 
 def test_select_of_one_group_member_writes_nothing_of_the_group(tmp_path):

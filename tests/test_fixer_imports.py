@@ -2,6 +2,8 @@
 other names and comments kept, and the result always parses."""
 
 import ast
+import subprocess
+import sys
 
 import pytest
 
@@ -38,9 +40,9 @@ from migrate.fixer import fix_imports
         pytest.param(
             '"""Doc."""\nimport os\n\nprint(os)\n',
             ["from executorch.exir import to_edge_transform_and_lower", "import pathlib"],
-            '"""Doc."""\nimport os\nimport pathlib\n'
+            '"""Doc."""\nimport os\nimport pathlib\n\n'
             "from executorch.exir import to_edge_transform_and_lower\n\nprint(os)\n",
-            id="added-after-leading-imports-sorted",
+            id="added-in-isort-sections",
         ),
         pytest.param(
             "import torch\n\nprint(torch)\n",
@@ -73,3 +75,17 @@ def test_semicolon_statement_keeps_the_other_statement():
     out = fix_imports("from torch.jit import script; x = 1\nprint(x)\n", [])
     assert "x = 1" in out and "script" not in out
     ast.parse(out)
+
+
+def test_merged_names_are_in_ruffs_order(tmp_path):
+    """Names added to `from M import ...` land where ruff's isort (I001) wants them."""
+    names = ["overload", "Optional", "TYPE_CHECKING", "cast", "Any", "_x", "_Y", "a10", "a2"]
+    names += ["A1", "a_b", "X", "Tensor", "nn", "F"]
+    merged = fix_imports("from m import zz\n\nzz()\n", [f"from m import {n}" for n in names])
+    path = tmp_path / "merged.py"
+    path.write_text(merged)
+    ruff = [sys.executable, "-m", "ruff", "check", "--isolated", "--select", "I001", "--no-cache"]
+    ruff += ["--line-length", "320"]  # the order, not the wrapping
+    result = subprocess.run([*ruff, str(path)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, merged + result.stdout
+    assert merged.count("from m import") == 1

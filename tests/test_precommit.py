@@ -17,7 +17,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 BAD = "import torch\n\n\ndef capture(model, x):\n    return torch.jit.trace(model, x)\n"
 CLEAN = "import torch\n\n\ndef run(model, x):\n    return model(x)\n"
-FIXABLE = "import torch\n\n\ndef f(x):\n    if torch.jit.is_scripting():\n        return x\n    return x + 1\n"
+FIXABLE = "import torch\n\n\ndef f(x):\n    return torch.jit.annotate(int, x) + 1\n"
+# An unsafe fix (MIG110 may fold a guard another file's script still needs): never written.
+UNSAFE = "import torch\n\n\ndef f(x):\n    if torch.jit.is_scripting():\n        return x\n    return x + 1\n"
 
 
 def _git(*args: str, cwd: Path) -> str:
@@ -59,7 +61,7 @@ def test_hook_definitions_keep_torch_out():
     hooks = {h["id"]: h for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())}
     assert set(hooks) == {"migrate-scan", "migrate-fix"}
     assert hooks["migrate-scan"]["entry"] == "migrate scan"
-    assert hooks["migrate-fix"]["entry"] == "migrate apply --allow-dirty"
+    assert hooks["migrate-fix"]["entry"] == "migrate apply --allow-dirty --no-unsafe-fixes"
     for hook in hooks.values():
         assert hook["language"] == "python"
         assert "additional_dependencies" not in hook
@@ -142,3 +144,13 @@ def test_precommit_hooks_end_to_end(tmp_path):
     _git("add", "fixable.py", cwd=project)
     assert run("migrate-fix").returncode == 0
     assert run("migrate-scan").returncode == 0
+
+    # An unsafe fix is never written by the hook, even when the project opts in to them.
+    pyproject = project / "pyproject.toml"
+    pyproject.write_text("[tool.migrate]\nunsafe-fixes = true\n", encoding="utf-8")
+    (project / "unsafe.py").write_text(UNSAFE, encoding="utf-8")
+    _git("add", "unsafe.py", "pyproject.toml", cwd=project)
+    proc = run("migrate-fix")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert (project / "unsafe.py").read_text(encoding="utf-8") == UNSAFE
+    assert "pass --unsafe-fixes to write it" in proc.stdout

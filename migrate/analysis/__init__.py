@@ -50,6 +50,8 @@ class RepoFacts:
     """The answers, indexed by the start (display, line, column) of the call they are about."""
 
     def __init__(self, repo: Repo) -> None:
+        self.repo = repo
+        self._imports: dict[str, frozenset[str]] = {}
         captures, self._traces, torchscript_names = find_captures(repo)
         self.captures: list[CaptureValue] = captures
         self._captures_at = {c.call.start: c for c in captures}
@@ -77,7 +79,8 @@ class RepoFacts:
         return self._sites_at.get((display, line, column))
 
     def producers_of(self, consumer: Site) -> list[Site]:
-        """Producers writing the file a consumer reads (same key); [] when its key is None.
+        """Producers writing the file a consumer reads (same key, or same file name where one
+        side's folder is unknown); [] when nothing of its path is known.
         Producers with an unknown key are not included: see `unknown_producers`."""
         return self._linked(consumer, "producer")
 
@@ -86,9 +89,17 @@ class RepoFacts:
         return self._linked(producer, "consumer")
 
     def _linked(self, site: Site, role: str) -> list[Site]:
-        if site.key is None:
+        """Same key; or, where one side knows only the file name, the same file name."""
+        name = site.file_name
+        if name is None:
             return []
-        return [s for s in self._by_key.get(site.key, []) if s.role == role]
+        exact = self._by_key.get(site.key, []) if site.key is not None else []
+        loose = [
+            s
+            for s in self.sites
+            if s.file_name == name and (s.key is None or site.key is None) and s not in exact
+        ]
+        return [s for s in [*exact, *loose] if s.role == role]
 
     @property
     def unknown_producers(self) -> list[Site]:
@@ -120,6 +131,48 @@ class RepoFacts:
         """`@torch.jit.ignore/unused` methods reachable from the captured forward."""
         found = self.class_of_capture(display, line, column)
         return list(found.blockers) if found is not None else []
+
+    # ---- reach ---------------------------------------------------------------------------
+    def imported_closure(self, display: str) -> frozenset[str]:
+        """The file and every repository file it imports, directly or through others: what a
+        scripting compiler starting in this file can reach."""
+        seen = {display}
+        todo = [display]
+        while todo:
+            for target in self._imports_of(todo.pop()):
+                if target not in seen:
+                    seen.add(target)
+                    todo.append(target)
+        return frozenset(seen)
+
+    def _imports_of(self, display: str) -> frozenset[str]:
+        if display not in self._imports:
+            f = self.repo.files.get(display)
+            found: set[str] = set()
+            if f is not None and f.src.text:
+                package = f.module if f.is_package else f.module.rpartition(".")[0]
+                for node in ast.walk(f.tree):
+                    names: list[str] = []
+                    if isinstance(node, ast.Import):
+                        names = [a.name for a in node.names]
+                    elif isinstance(node, ast.ImportFrom):
+                        base = node.module or ""
+                        if node.level:
+                            parts = package.split(".") if package else []
+                            parts = (
+                                parts[: len(parts) - (node.level - 1)] if node.level > 1 else parts
+                            )
+                            base = ".".join([*parts, base] if base else parts)
+                        names = [base, *(f"{base}.{a.name}" for a in node.names)]
+                    for name in names:
+                        while name:
+                            target = self.repo.modules.get(name)
+                            if target is not None:
+                                found.add(target.display)
+                                break
+                            name = name.rpartition(".")[0]
+            self._imports[display] = frozenset(found)
+        return self._imports[display]
 
     # ---- dead code claims ---------------------------------------------------------------
     def trace_calls_in(self, display: str) -> int:

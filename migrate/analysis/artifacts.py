@@ -2,7 +2,8 @@
 
 A *producer* is `torch.jit.save(m, p)`, `x.save(p)` on a TorchScript value (a name bound from
 torch.jit.script/trace/trace_module/freeze/load, optimize_for_mobile, also through another
-module or `self.attr`) and any `._save_for_lite_interpreter(p)`. A *consumer* is
+module or `self.attr`), any `._save_for_lite_interpreter(p)` and, in a file importing
+Lightning, `.to_torchscript(file_path=p)` (issue 19). A *consumer* is
 `torch.jit.load(p)` or `_load_for_lite_interpreter(p)` (torch.jit or torch.jit.mobile).
 
 The path expression is evaluated to a key: string literals, module constants (also imported,
@@ -40,11 +41,13 @@ LOADS = {
 }
 METHOD_SAVE = "ScriptModule.save"
 METHOD_LITE = "ScriptModule._save_for_lite_interpreter"
+WRAPPER = "to_torchscript"
+WRAPPER_SAVE = "LightningModule.to_torchscript"
 _CALL_NAMES = frozenset(
-    {"save", "_save_for_lite_interpreter", *(q.rpartition(".")[2] for q in LOADS)}
+    {"save", "_save_for_lite_interpreter", WRAPPER, *(q.rpartition(".")[2] for q in LOADS)}
 )
 # A file holds a site only if it spells one of these calls (checked before any table).
-_CALL_WORDS = re.compile(r"\b(?:save|load|_load_for_lite_interpreter)\b")
+_CALL_WORDS = re.compile(r"\b(?:save|load|_load_for_lite_interpreter|to_torchscript)\b")
 _PATH_TYPES = frozenset(
     f"pathlib.{t}" for t in ("Path", "PurePath", "PosixPath", "PurePosixPath", "WindowsPath")
 )
@@ -77,8 +80,8 @@ class Site:
 
     role: "producer" | "consumer". api: the qualified call (`torch.jit.save`,
     `torch.jit.load`, `torch.jit._load_for_lite_interpreter`, ...) or `ScriptModule.save` /
-    `ScriptModule._save_for_lite_interpreter` for the methods. span: the call (its start is
-    where MIG201/202/204/205 report). path: the path argument (None when absent). key: the
+    `ScriptModule._save_for_lite_interpreter` / `LightningModule.to_torchscript` for the
+    methods. span: the call (its start is where MIG201/202/204/205/140 report). path: the path argument (None when absent). key: the
     normalised artifact path, None when unknown. path_def: the string literal holding the
     file extension, maybe in another file (the one place a rename should edit), None when the
     key is None or no literal holds it. path_shared: how many sites use that literal.
@@ -91,6 +94,13 @@ class Site:
     key: str | None
     path_def: Span | None = None
     path_shared: int = 0
+    # The file name when only it is known (`os.path.join(out_dir, "model.pt")` with `out_dir`
+    # a parameter): writers and readers are then linked by it, loosely.
+    basename: str | None = None
+
+    @property
+    def file_name(self) -> str | None:
+        return posixpath.basename(self.key) if self.key else self.basename
 
     @property
     def lite(self) -> bool:
@@ -112,7 +122,7 @@ def find_sites(repo: Repo, torchscript_names: Collection[str] = ()) -> list[Site
         text = f.src.text
         if not _CALL_WORDS.search(text):
             continue
-        if "jit" not in text and "_for_lite_interpreter" not in text:
+        if "jit" not in text and "_for_lite_interpreter" not in text and WRAPPER not in text:
             if ".save(" not in text or not any(n in text for n in torchscript_names):
                 continue
         for call in f.calls(_CALL_NAMES):
@@ -142,7 +152,24 @@ def _site(repo: Repo, f: FileIndex, call: ast.Call) -> Site | None:
         return _make(repo, f, call, "producer", METHOD_LITE, _arg(call, 0, "f"))
     if func.attr == "save" and is_torchscript(repo, f, func.value):
         return _make(repo, f, call, "producer", METHOD_SAVE, _arg(call, 0, "f"))
+    if func.attr == WRAPPER and _imports_lightning(f):
+        path = _arg(call, 0, "file_path")
+        if path is None or (isinstance(path, ast.Constant) and path.value is None):
+            return None  # returns the module, writes nothing
+        return _make(repo, f, call, "producer", WRAPPER_SAVE, path)
     return None
+
+
+def _imports_lightning(f: FileIndex) -> bool:
+    """The file imports Lightning (the roots MIG140 names), so `.to_torchscript` is its."""
+    from migrate.registry import all_rules
+
+    roots = set(all_rules()["MIG140"].extra.get("frameworks") or ())
+    return any(
+        qual.split(".")[0] in roots
+        for scope in f.table.scopes.values()
+        for qual in scope.imports.values()
+    )
 
 
 def _arg(call: ast.Call, index: int, keyword: str) -> ast.expr | None:
@@ -162,7 +189,28 @@ def _make(
     value = evaluate(repo, f, path, f.table.scope_for(path))
     key = normalise(value.text) if value is not None else None
     path_def = _extension_literal(value, key) if value is not None and key else None
-    return Site(role, api, f.span(call), f.span(path), key, path_def)
+    basename = None if key else _literal_file_name(repo, f, path)
+    return Site(role, api, f.span(call), f.span(path), key, path_def, basename=basename)
+
+
+def _literal_file_name(repo: Repo, f: FileIndex, path: ast.expr) -> str | None:
+    """`name.pt` when the path's last part is a literal file name and the folder is not known
+    (`os.path.join(folder, "name.pt")`, `folder / "name.pt"`, `f"{folder}/name.pt"`)."""
+    last: ast.expr | None = None
+    if isinstance(path, ast.Call) and f.qualname(path.func) == "os.path.join" and path.args:
+        last = path.args[-1]
+    elif isinstance(path, ast.BinOp) and isinstance(path.op, (ast.Div, ast.Add)):
+        last = path.right
+    elif isinstance(path, ast.JoinedStr) and path.values:
+        last = path.values[-1]
+    if not (isinstance(last, ast.Constant) and isinstance(last.value, str)):
+        return None
+    name = posixpath.basename(last.value.replace("\\", "/"))
+    if isinstance(path, ast.BinOp) and isinstance(path.op, ast.Add) and "/" not in last.value:
+        return None  # `prefix + ".pt"`: only an ending, not a name
+    if isinstance(path, ast.JoinedStr) and "/" not in last.value:
+        return None
+    return name if posixpath.splitext(name)[1] else None
 
 
 def normalise(text: str) -> str | None:

@@ -365,44 +365,7 @@ def _capture_fix(ctx: PythonContext, call: ast.Call) -> Fix:
             return fix
     if not absorbed:
         fix.edits.append(Edit(*ctx.span(call), export))
-    if _called_as_exported(ctx, uses, fix.example):
-        fix.applicability = "safe"
     return fix
-
-
-def _called_as_exported(
-    ctx: PythonContext, uses: list[ast.expr], example: tuple[str, str | None] | None
-) -> bool:
-    """Every use calls the result with the very inputs it was exported with: export's
-    shape specialisation then holds for each call, so callers see what trace gave them."""
-    if example is None or not uses:
-        return False
-    args, kwargs = example
-    accepted = {_squash(args)}
-    if kwargs is None and args.startswith("tuple(") and " if isinstance(" in args:
-        # The run-time normaliser: a one-argument call passes that one input as is.
-        accepted.add(_squash(f"({args[len('tuple(') : args.index(')')]},)"))
-    for use in uses:
-        holder = parent(ctx, use)
-        if not (isinstance(holder, ast.Call) and holder.func is use):
-            return False
-        if any(isinstance(a, ast.Starred) for a in holder.args) or any(
-            k.arg is None for k in holder.keywords
-        ):
-            return False
-        called = tuple_display(ctx, list(holder.args))
-        called_kw = None
-        if holder.keywords:
-            called_kw = (
-                "{" + ", ".join(f'"{k.arg}": {ctx.source(k.value)}' for k in holder.keywords) + "}"
-            )
-        if _squash(called) not in accepted or _squash(called_kw) != _squash(kwargs):
-            return False
-    return True
-
-
-def _squash(text: str | None) -> str | None:
-    return None if text is None else "".join(text.split())
 
 
 def result_uses(

@@ -319,7 +319,8 @@ class TextCheck(Check):
         raise NotImplementedError
 
 
-SUPPRESS_RE = re.compile(r"#\s*migrate:\s*ignore(?:\[(?P<codes>[A-Za-z0-9_,\s]*)\])?")
+# `#` comments, and `//` / `/*` ones in C, C++, Java, Kotlin and Gradle files (MIG4xx).
+SUPPRESS_RE = re.compile(r"(?:#|//|/\*)\s*migrate:\s*ignore(?:\[(?P<codes>[A-Za-z0-9_,\s]*)\])?")
 
 
 def is_suppressed(line_text: str, code: str) -> bool:

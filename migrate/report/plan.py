@@ -83,6 +83,8 @@ class Plan:
     cuda: list[ReviewItem]
     effort: list[EffortLine] = field(default_factory=list)
     rules: dict[str, Rule] = field(default_factory=dict)
+    # `migrate apply --test --test-report FILE`'s JSON, shown by the HTML plan.
+    tests: dict | None = None
     registry: Registry | None = None  # --verify-results: a convert/verify batch's results
 
     @property
@@ -126,6 +128,16 @@ def _ranked(counter: Counter) -> list[tuple[str, int]]:
 
 def _is_cuda(code: str) -> bool:
     return code.startswith("MIG3")
+
+
+def serving_groups(plan: Plan) -> tuple[list[tuple[Finding, list]], list[str]]:
+    """Serving code outside Python (MIG4xx): each Python writer with the native files that
+    load its archive (`served_by`, migrate.analysis.serving), and the native files that no
+    Python code of the repository feeds."""
+    writers = [(f, list(f.get("served_by"))) for f in plan.findings if f.get("served_by")]
+    linked = {path for _, uses in writers for _, path, _, _ in uses}
+    native = sorted({f.path for f in plan.findings if f.rule.startswith("MIG4")})
+    return writers, [p for p in native if p not in linked]
 
 
 def build_plan(root: str, options, progress: Callable[[int], None] | None = None) -> Plan:
@@ -327,6 +339,7 @@ def render_markdown(plan: Plan) -> str:
             out.append(f"- `{_where(item.finding)}` [{item.status}{note}] {item.finding.message}")
         out += ["", f"`migrate explain {code}` prints the full rule.", ""]
 
+    out += _serving_markdown(plan)
     out += ["## CUDA 12.8 (MIG3xx)", ""]
     if not plan.cuda:
         out += ["No CUDA 12.8 pins or assumptions found."]
@@ -354,6 +367,29 @@ def render_markdown(plan: Plan) -> str:
         out += ["", "## Files not analysed", ""]
         out += [f"- `{e.path}`: {e.message}" for e in plan.errors]
     return "\n".join(out).rstrip() + "\n"
+
+
+def _serving_markdown(plan: Plan) -> list[str]:
+    if not any(f.rule.startswith("MIG4") for f in plan.findings):
+        return []
+    writers, alone = serving_groups(plan)
+    out = ["## Serving code outside Python (MIG4xx)", ""]
+    if writers:
+        out += [
+            "Python writers and the serving code that loads their archives (move together):",
+            "",
+        ]
+        for f, uses in writers:
+            loads = ", ".join(f"`{path}:{line}` ({rule})" for _, path, line, rule in uses)
+            out.append(f"- `{f.path}:{f.line}` {f.rule} writes `{uses[0][0]}`: loaded by {loads}")
+        out.append("")
+    if alone:
+        out += [
+            "Other serving files to move (build files, and code whose archive no Python code "
+            "here writes): " + ", ".join(f"`{p}`" for p in alone),
+            "",
+        ]
+    return out
 
 
 EFFORT_NOTE = (
@@ -477,6 +513,40 @@ def _html_table(headers: list[str], rows: list[list[str]], numeric: set[int] = f
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>{more}"
 
 
+def _tests_html(doc: dict) -> str:
+    """What `apply --test` kept and reverted (its --test-report JSON)."""
+    e = html.escape
+
+    def where(unit: dict) -> str:
+        first = unit["fixes"][0]
+        return f"{first['path']}:{first['line']}:{first['column']}"
+
+    kept = sum(len(u["fixes"]) for u in doc.get("kept", []))
+    rows = [
+        [
+            f"<code>{e(where(u))}</code>",
+            e(" + ".join(f["rule"] for f in u["fixes"])),
+            f"<code>{e(b['test'])}</code>",
+            e(b["failure"]),
+        ]
+        for u in doc.get("reverted", [])
+        for b in u.get("broke", [])
+    ]
+    parts = [
+        f"<h2>Tested with <code>{e(doc.get('command', ''))}</code></h2>",
+        f"<p>{kept} fix{'es' * (kept != 1)} kept, {_count(len(doc.get('reverted', [])), 'unit')} "
+        f"reverted; {_count(doc.get('suite_runs', 0), 'suite run')} in "
+        f"{doc.get('seconds', 0):.1f} s (one run: {doc.get('one_suite_seconds', 0):.1f} s).</p>",
+    ]
+    if rows:
+        parts.append(_html_table(["Where", "Fixes", "Test it broke", "Failure"], rows))
+    flaky = doc.get("flaky", [])
+    if flaky:
+        items = "".join(f"<li><code>{e(f['test'])}</code>: {e(f['why'])}</li>" for f in flaky)
+        parts.append(f"<p>Flaky tests, ignored:</p><ul>{items}</ul>")
+    return "".join(parts)
+
+
 def render_html(plan: Plan) -> str:
     e = html.escape
     n = len(plan.findings)
@@ -573,6 +643,27 @@ def render_html(plan: Plan) -> str:
             f"{guidance}<ul class=items>{lis}</ul></details>"
         )
 
+    if any(f.rule.startswith("MIG4") for f in plan.findings):
+        writers, alone = serving_groups(plan)
+        body.append("<h2>Serving code outside Python (MIG4xx)</h2>")
+        if writers:
+            rows = [
+                [
+                    f"<code>{e(f.path)}:{f.line}</code> {e(f.rule)}",
+                    f"<code>{e(uses[0][0])}</code>",
+                    ", ".join(f"<code>{e(p)}:{ln}</code> ({e(r)})" for _, p, ln, r in uses),
+                ]
+                for f, uses in writers
+            ]
+            body.append(
+                _html_table(["Python writer", "Archive", "Loaded by (move together)"], rows)
+            )
+        if alone:
+            listed = ", ".join(f"<code>{e(p)}</code>" for p in alone)
+            body.append(
+                "<p>Other serving files to move (build files, and code whose archive no Python "
+                f"code here writes): {listed}</p>"
+            )
     body.append("<h2>CUDA 12.8 (MIG3xx)</h2>")
     if not plan.cuda:
         body.append("<p>No CUDA 12.8 pins or assumptions found.</p>")
@@ -591,6 +682,8 @@ def render_html(plan: Plan) -> str:
                 ],
             )
         )
+    if plan.tests is not None:
+        body.append(_tests_html(plan.tests))
     body += [
         "<h2>Effort estimate</h2>",
         _html_table(

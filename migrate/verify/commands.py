@@ -276,9 +276,25 @@ def verify(
         str, typer.Option("--backend", help="ExecuTorch backend: xnnpack or portable.")
     ] = "xnnpack",
     bench: Annotated[
-        bool, typer.Option("--bench", help="Also report median latency per candidate and device.")
+        bool,
+        typer.Option(
+            "--bench",
+            help="Also report each runtime's per-call latency from Python (median, min, p90 over "
+            "at least 0.2 s) and its load time, per device.",
+        ),
     ] = False,
-    bench_runs: Annotated[int, typer.Option("--bench-runs", help="Timed runs for --bench.")] = 10,
+    bench_runs: Annotated[
+        int, typer.Option("--bench-runs", help="At least this many timed calls for --bench.")
+    ] = 10,
+    threads: Annotated[
+        int | None,
+        typer.Option(
+            "--threads",
+            help="With --bench: torch's and ExecuTorch's thread count while timing (default: "
+            "as the libraries set them; both are printed).",
+            show_default=False,
+        ),
+    ] = None,
     branches: Annotated[bool, typer.Option("--branches", help=_BRANCHES_HELP)] = False,
     config_file: Annotated[
         str | None,
@@ -314,6 +330,10 @@ def verify(
     for name, value in (("--rtol", rtol), ("--atol", atol), ("--samples", samples)):
         if value is not None and not value >= 0:
             raise _fail(VerifyError("usage", f"{name} must be >= 0, not {value}"))
+    if threads is not None and threads < 1:
+        raise _fail(VerifyError("usage", f"--threads must be at least 1, not {threads}"))
+    if bench_runs < 1:
+        raise _fail(VerifyError("usage", f"--bench-runs must be at least 1, not {bench_runs}"))
     ray = ray or ray_address is not None
     is_batch = _batch_usage(target, manifest, jobs, timeout, rerun, ray, results)
     settings, config_path, from_config = _settings(
@@ -329,6 +349,7 @@ def verify(
             for flag, value in (
                 ("--candidate", candidate), ("--bench", bench), ("--branches", branches),
                 ("--original", original), ("--default-candidates", default_candidates),
+                ("--threads", threads),
             )
             if value
         ]  # fmt: skip
@@ -368,6 +389,7 @@ def verify(
         out=out,
         bench=bench,
         bench_runs=bench_runs,
+        threads=threads,
         debug=debug,
         branches=branches,
         config_path=config_path,

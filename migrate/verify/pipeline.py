@@ -44,7 +44,9 @@ class VerifyConfig:
     backend: str = "xnnpack"
     out: Path | None = None
     bench: bool = False
-    bench_runs: int = 10
+    bench_runs: int = 10  # at least this many timed calls per runtime
+    bench_min_time: float = 0.2  # and at least this much measured time
+    threads: int | None = None  # --threads: torch and ExecuTorch threads while timing
     debug: bool = False
     branches: bool = False  # --branches: cover both sides of data-dependent conditions
     config_path: str | None = None  # the pyproject.toml the defaults came from
@@ -83,6 +85,7 @@ class Cell:
     reference_latency_ms: float | None = None
     divergence: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
+    bench: dict[str, Any] | None = None  # median/min/p90/calls/load with --bench
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -98,6 +101,7 @@ class Cell:
             "error": self.error,
             "latency_ms": self.latency_ms,
             "reference_latency_ms": self.reference_latency_ms,
+            "bench": self.bench,
             "first_divergence": self.divergence,
             "notes": self.notes,
         }
@@ -121,6 +125,7 @@ class Report:
     branches: BranchCheck | None = None
     settings: dict[str, Any] = field(default_factory=dict)
     recovery: list[dict[str, Any]] = field(default_factory=list)  # per method, archives only
+    latency: dict[str, Any] | None = None  # with --bench: what was timed, threads, reference
 
     @property
     def exit_code(self) -> int:
@@ -158,6 +163,7 @@ class Report:
             "settings": self.settings,
             "branches": None if self.branches is None else self.branches.to_json(),
             "recovery": self.recovery,
+            "latency": self.latency,
             "elapsed_s": round(self.elapsed_s, 3),
         }
 
@@ -776,6 +782,7 @@ def run_verify(cfg: VerifyConfig) -> Report:
         candidates.append(_candidate_from_spec(spec, cfg))
 
     cells: list[Cell] = []
+    latency: dict[str, Any] | None = None
     for device in devices:
         if device == "cpu":
             ref_run, outs_by_method = ref_cpu, ref_by_method
@@ -795,10 +802,7 @@ def run_verify(cfg: VerifyConfig) -> Report:
                     raise VerifyError(
                         "run", f"cannot move the TorchScript reference to {device}: {describe(exc)}"
                     ) from exc
-        ref_latency = None
-        if cfg.bench:
-            with quiet(cfg.debug):
-                ref_latency = 1e3 * _bench(ref_run, samples[0].args, device, cfg.bench_runs)
+        timed: list[tuple[rn.Candidate, Cell]] = []
         for cand in candidates:
             if cand.cpu_only and device != "cpu":
                 continue
@@ -806,13 +810,15 @@ def run_verify(cfg: VerifyConfig) -> Report:
             with quiet(cfg.debug):
                 cell = run_candidate(cand, device, samples, ref_outs, tol)
             if cfg.bench and cell.status != "error":
-                with quiet(cfg.debug):
-                    run = cand.runner(device)
-                    cell.latency_ms = 1e3 * _bench(run, samples[0].args, device, cfg.bench_runs)
-                cell.reference_latency_ms = ref_latency
+                timed.append((cand, cell))
             if cell.status == "fail" and device == "cpu":
                 cell.divergence = _divergence(cand, cells, target, ref_graph, samples, cell, cfg)
             cells.append(cell)
+        if cfg.bench:
+            from migrate.verify.bench import bench_verify
+
+            with quiet(cfg.debug):
+                latency = bench_verify(ref_run, timed, samples[0].args, device, cfg, latency)
     err = _first_error(cells)
     if err:
         errors.append(err)
@@ -847,6 +853,7 @@ def run_verify(cfg: VerifyConfig) -> Report:
         branches=branch_check,
         settings=cfg.settings(),
         recovery=recovery,
+        latency=latency,
     )
     report.elapsed_s = time.perf_counter() - t_start
     if cfg.out is not None:
@@ -858,12 +865,6 @@ def run_verify(cfg: VerifyConfig) -> Report:
         report.artifacts = {}
         tmp.cleanup()
     return report
-
-
-def _bench(run: rn.Runner, args: tuple[Any, ...], device: str, runs: int) -> float:
-    from migrate.verify.bench import median_latency
-
-    return median_latency(run, rn.to_device(args, device), device, warmup=3, runs=runs)
 
 
 def _divergence(

@@ -21,8 +21,11 @@ def _num(x: float) -> str:
     return f"{x:.3g}"
 
 
-def _ms(x: float | None) -> str:
-    return "-" if x is None else f"{x:.3f}"
+def _lat(x: float | None) -> str:
+    """Latency in ms: four decimals below 0.1 ms, where calls take microseconds."""
+    if x is None:
+        return "-"
+    return f"{x:.4f}" if x < 0.1 else f"{x:.3f}"
 
 
 def render_json(report: Report) -> str:
@@ -39,10 +42,6 @@ def render_text(report: Report, console: Console) -> None:
     table = Table(show_lines=False)
     for col in ("device", "candidate", "result", "max abs", "max rel", "worst"):
         table.add_column(col, no_wrap=col not in ("worst",))
-    if report.bench:
-        table.add_column("ms", justify="right")
-        table.add_column("ref ms", justify="right")
-        table.add_column("ratio", justify="right")
     styles = {"pass": "green", "fail": "bold red", "error": "bold yellow"}
     for c in report.cells:
         worst = ""
@@ -64,15 +63,10 @@ def render_text(report: Report, console: Console) -> None:
             "-" if c.status == "error" else _num(c.max_rel),
             worst,
         ]
-        if report.bench:
-            ratio = (
-                f"{c.latency_ms / c.reference_latency_ms:.2f}x"
-                if c.latency_ms and c.reference_latency_ms
-                else "-"
-            )
-            row += [_ms(c.latency_ms), _ms(c.reference_latency_ms), ratio]
         table.add_row(*row)
     console.print(table)
+    if report.latency is not None:
+        render_latency(report, console)
     for c in report.cells:
         if c.status == "fail" and c.worst:
             idx = c.worst.get("index")
@@ -124,6 +118,53 @@ def render_text(report: Report, console: Console) -> None:
         report.verdict, "[bold yellow]ERROR[/]"
     )
     console.print(f"verdict: {verdict}")
+
+
+def render_latency(report: Report, console: Console) -> None:
+    """The ``--bench`` table: what is timed, the threads, then one row per device and runtime."""
+    lat = report.latency
+    assert lat is not None
+    table = Table(
+        title=f"Latency: {lat['timed']}; {lat['statistic']}",
+        caption=f"Not timed: {lat['not_timed']}. Load: {lat['load']}.",
+        title_justify="left",
+        caption_justify="left",
+    )
+    for col in ("device", "runtime", "median ms", "min ms", "p90 ms", "calls", "load ms", "vs TS"):
+        table.add_column(col, justify="left" if col in ("device", "runtime") else "right")
+    stalled: list[str] = []
+    for device in report.devices:
+        ref = lat.get("reference", {}).get(device)
+        if ref is None:
+            continue
+        rows = [("TorchScript (reference)", ref)]
+        rows += [(c.candidate, c.bench) for c in report.cells if c.device == device and c.bench]
+        stalled += [name for name, b in rows if b["p90_ms"] > 10 * b["median_ms"]]
+        for name, b in rows:
+            table.add_row(
+                device,
+                name,
+                _lat(b["median_ms"]),
+                _lat(b["min_ms"]),
+                _lat(b["p90_ms"]),
+                str(b["calls"]),
+                _lat(b["load_ms"]),
+                f"{b['median_ms'] / ref['median_ms']:.2f}x",
+            )
+    console.print(table)
+    th = lat["threads"]
+    et = "unknown" if th["executorch"] is None else th["executorch"]
+    console.print(
+        f"threads: torch.get_num_threads() = {th['torch']}, ExecuTorch threadpool = {et}"
+        " (--threads N sets both)",
+        highlight=False,
+    )
+    if stalled:
+        console.print(
+            f"note: calls stalled (p90 over 10x the median: {', '.join(stalled)}): the machine "
+            "is busy; figures hold while under half the calls stall; --threads 1 stalls less",
+            highlight=False,
+        )
 
 
 def _side(hits: list[str], reached: bool) -> str:

@@ -194,7 +194,7 @@ def test_training_mode_target_reference_is_flagged(verify_json):
     assert any(c["status"] == "fail" for c in report["results"])
 
 
-# --------------------------------------------------------------------------- dynamic dims, bench
+# --------------------------------------------------------------------------- dynamic dims (--bench: test_bench.py)
 
 
 def test_dynamic_dims_sizes_are_sampled_and_pass(archives, verify_json):
@@ -207,20 +207,6 @@ def test_dynamic_dims_sizes_are_sampled_and_pass(archives, verify_json):
                                                       "in0_d0=4", "in0_d0=8"]  # fmt: skip
     assert all(c["samples"] == 5 and c["status"] == "pass" for c in report["results"])
     assert "re-export with torch.export.Dim" in report["candidates"][0]["source"]
-
-
-def test_bench_reports_latency(archives, invoke):
-    path, inputs = archives[("scripted_helpers", "trace")]
-    result = invoke("verify", path, "--inputs", inputs, "--samples", "0", "--bench",
-                    "--bench-runs", "3", "--format", "json")  # fmt: skip
-    assert result.exit_code == 0, result.output
-    report = json.loads(result.stdout)
-    for cell in report["results"]:
-        assert cell["latency_ms"] > 0 and cell["reference_latency_ms"] > 0
-    text = invoke("verify", path, "--inputs", inputs, "--samples", "0", "--bench",
-                  "--bench-runs", "2", "--candidate", "fixtures.models.zoo:scripted_helpers")  # fmt: skip
-    assert text.exit_code == 0, text.output
-    assert "ref ms" in text.stdout and "ratio" in text.stdout
 
 
 # --------------------------------------------------------------------------- bad input, exit 2

@@ -1,0 +1,137 @@
+"""MIG140: LightningModule.to_torchscript(...) -> torch.export.export(model, (example,))."""
+
+from __future__ import annotations
+
+import ast
+
+from migrate.checks import _wrappers as wr
+from migrate.checks._export_rewrite import _short, _unsupported, example_args, result_uses
+from migrate.checks._flow import parent
+from migrate.checks.base import Edit, PythonContext
+from migrate.findings import FixKind
+
+PARAMS = ("file_path", "method", "example_inputs")
+SYMBOL = "lightning.pytorch.LightningModule.to_torchscript"
+
+
+class LightningToTorchscript(wr.FrameworkMethodCheck):
+    code = "MIG140"
+    prefilter = (r"to_torchscript",)
+    node_types = (ast.Call,)
+
+    def on_node(self, node: ast.AST, ctx: PythonContext) -> None:
+        assert isinstance(node, ast.Call)
+        func = node.func
+        if not isinstance(func, ast.Attribute) or func.attr not in wr.method_names(self.rule):
+            return
+        if self.uses_framework(ctx) is None:
+            return  # another class's method of that name
+        model = ctx.source(func.value)
+        args = wr.bind(node, PARAMS)
+        method = args.get("method")
+        traced = isinstance(method, ast.Constant) and method.value == "trace"
+        does = "traces" if traced else "scripts"
+        spelled = f"{model}.{func.attr}({'...' if node.args or node.keywords else ''})"
+        head = f"`{_short(spelled)}` {does} the module into TorchScript through Lightning"
+        example, note = _example(ctx, node, args, model)
+        parts = [f"{head}; capture it with `torch.export.export({model}, {example})`{note}"]
+        path = args.get("file_path")
+        if path is not None and not wr.is_literal(path, None):
+            parts.append(
+                f"save that with `torch.export.save(ep, ...)` to a `.pt2` in place of "
+                f"`{_short(ctx.source(path))}`, and move what loads that file with it"
+            )
+        parts.append(f"for ONNX, `{model}.to_onnx(path, example, dynamo=True)`")
+        if traced and path is None:
+            edits, imports, problem = _rewrite(ctx, node, args)
+            if problem is None:
+                ctx.report(
+                    self.rule,
+                    node,
+                    f"{head}; captured with `torch.export.export({model}.eval(), ...)`, calls "
+                    "go through `.module()`: the model stays in eval mode afterwards (Lightning "
+                    "restored its mode) and export specializes shapes to the example",
+                    symbol=SYMBOL,
+                    fix=FixKind.AUTO,
+                    edits=edits,
+                    imports=imports,
+                )
+                return
+            parts.append(f"not rewritten: {problem}")
+        ctx.report(self.rule, node, "; ".join(parts), symbol=SYMBOL, fix=FixKind.ASSISTED)
+
+
+def _example(
+    ctx: PythonContext, call: ast.Call, args: dict[str, ast.expr], model: str
+) -> tuple[str, str]:
+    """export's args for the message, and what the reader must supply."""
+    given = args.get("example_inputs")
+    if given is not None and not wr.is_literal(given, None):
+        inputs = example_args(ctx, given, ctx.table.scope_for(call))
+        if inputs is not None and len(inputs) <= 40:
+            return inputs, ""
+        text = _short(ctx.source(given))
+        return (text if isinstance(given, ast.Tuple) else f"({text},)"), ""
+    method = args.get("method")
+    if _defines_example_array(ctx) or (
+        isinstance(method, ast.Constant) and method.value == "trace"
+    ):
+        # Lightning traces with `example_input_array` when no inputs are given.
+        return f"({model}.example_input_array,)", ""
+    return "(example,)", (
+        f" with a sample batch as `example` (`{model}.example_input_array` where its class sets it)"
+    )
+
+
+def _defines_example_array(ctx: PythonContext) -> bool:
+    """Some class of this file sets `example_input_array` (in a method or its body)."""
+
+    def find() -> bool:
+        for node in ast.walk(ctx.tree):
+            if isinstance(node, ast.Attribute) and node.attr == "example_input_array":
+                if isinstance(node.ctx, ast.Store):
+                    return True
+            if isinstance(node, (ast.FunctionDef, ast.Name)):
+                name = node.name if isinstance(node, ast.FunctionDef) else node.id
+                stored = isinstance(node, ast.FunctionDef) or isinstance(node.ctx, ast.Store)
+                if name == "example_input_array" and stored:
+                    return True
+        return False
+
+    return ctx.memo("example_input_array", find)
+
+
+def _rewrite(
+    ctx: PythonContext, call: ast.Call, args: dict[str, ast.expr]
+) -> tuple[list[Edit], tuple[str, ...], str | None]:
+    """`ts = m.to_torchscript(method="trace", example_inputs=x)` whose result is only called
+    -> `ts = torch.export.export(m.eval(), (x,))`, each call `ts.module()(...)`."""
+    unpacked = any(isinstance(a, ast.Starred) for a in call.args) or any(
+        k.arg is None for k in call.keywords
+    )
+    if unpacked or set(args) - set(PARAMS):
+        return [], (), "it passes trace options through `**kwargs`; drop them and export"
+    given = args.get("example_inputs")
+    if given is None or wr.is_literal(given, None):
+        return [], (), "it traces with `example_input_array`; pass it to export explicitly"
+    scope = ctx.table.scope_for(call)
+    if scope.kind != "function":
+        # Another module may import a module-level result; the planner only follows MIG10x.
+        return [], (), "its result is bound outside a function, where other modules can import it"
+    inputs = example_args(ctx, given, scope)
+    if inputs is None:
+        return [], (), f"cannot tell whether `{_short(ctx.source(given))}` is one input or several"
+    uses, problem = result_uses(ctx, call, scope)
+    if problem is not None:
+        return [], (), problem
+    if not uses or uses == [call]:
+        return [], (), "its result is used in place, not bound to a name the tool can follow"
+    for use in uses:
+        holder = parent(ctx, use)
+        if not (isinstance(holder, ast.Call) and holder.func is use):
+            return [], (), _unsupported(ctx, use, holder)
+    export, imports = ctx.spell("torch.export.export", scope)
+    model = ctx.source(call.func.value)  # type: ignore[attr-defined]
+    edits = [Edit(*ctx.span(call), f"{export}({model}.eval(), {inputs})")]
+    edits += [Edit(ctx.end(use), ctx.end(use), ".module()") for use in uses]
+    return edits, imports, None
