@@ -526,10 +526,19 @@ def report(
             help="Add what `apply --test` kept and reverted (its JSON) to the HTML plan.",
         ),
     ] = None,
+    verify_results: Annotated[
+        Path | None,
+        typer.Option(
+            "--verify-results",
+            metavar="FILE",
+            help="Add a model-registry section from a convert/verify batch's results.jsonl.",
+        ),
+    ] = None,
     debug: DebugOpt = False,
 ) -> None:
     """A migration plan for a repository: counts, automatic fixes, review items, effort."""
     from migrate.report.plan import RENDERERS, build_plan
+    from migrate.report.registry import load_registry
 
     with _errors(debug):
         if format not in RENDERERS:
@@ -539,6 +548,7 @@ def report(
         options, _ = build_options(
             [path], select, ignore, exclude, cuda, jobs, config_file, isolated
         )
+        registry = load_registry(verify_results) if verify_results is not None else None
         with _progress(True, "planning") as progress:
             plan = build_plan(path, options, progress)
         if test_report is not None:
@@ -548,6 +558,7 @@ def report(
                 raise ValueError("--test-report is shown by --format html only")
 
             plan.tests = load_report(test_report)
+        plan.registry = registry
         rendered = RENDERERS[format](plan)
         if output:
             try:

@@ -18,6 +18,9 @@ from datetime import date
 
 from migrate.findings import FileError, Finding, FixKind
 from migrate.registry import Rule, all_rules
+from migrate.report.registry import Registry
+from migrate.report.registry import render_html as registry_html
+from migrate.report.registry import render_markdown as registry_markdown
 
 # The effort estimate, in minutes per item (documented in README "Migration report").
 # auto: read the diff and rerun the tests; auto, not applied: apply's edits overlapped
@@ -82,6 +85,7 @@ class Plan:
     rules: dict[str, Rule] = field(default_factory=dict)
     # `migrate apply --test --test-report FILE`'s JSON, shown by the HTML plan.
     tests: dict | None = None
+    registry: Registry | None = None  # --verify-results: a convert/verify batch's results
 
     @property
     def applied_total(self) -> int:
@@ -356,6 +360,8 @@ def render_markdown(plan: Plan) -> str:
         + [["**Total**", "", "", f"**{plan.effort_minutes}** (≈ {hours(plan.effort_minutes)})"]],
     )
     out += ["", EFFORT_NOTE]
+    if plan.registry is not None:
+        out += ["", *registry_markdown(plan.registry, _md_table)]
 
     if plan.errors:
         out += ["", "## Files not analysed", ""]
@@ -695,6 +701,8 @@ def render_html(plan: Plan) -> str:
         ),
         f'<p class="muted">{_inline(EFFORT_NOTE)}</p>',
     ]
+    if plan.registry is not None:
+        body.append(registry_html(plan.registry, _html_table))
     if plan.errors:
         body.append("<h2>Files not analysed</h2><ul>")
         body += [f"<li><code>{e(x.path)}</code>: {e(x.message)}</li>" for x in plan.errors]

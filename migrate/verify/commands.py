@@ -38,6 +38,16 @@ _MAX_BYTES_HELP = (
     "physical memory)."
 )
 _METHOD_HELP = "Convert only this method of the archive (forward or an @torch.jit.export one)."
+_MANIFEST_HELP = (
+    "A registry batch from this file: JSON lines or CSV, one archive per row (archive, inputs, "
+    "input_shapes, rtol, atol, devices, method, timeout); a row's settings win over the flags."
+)
+_JOBS_HELP = "Archives run at once, each in its own process (default: cores, limited by memory)."
+_TIMEOUT_HELP = "Seconds one archive may take in a batch; it is then killed (verdict timeout)."
+_RESULTS_HELP = "The batch's JSON-lines results (default OUT/results.jsonl); a rerun resumes it."
+_RERUN_HELP = "failed: run again the archives whose result is not pass; all: every archive."
+_RAY_HELP = "Run the batch as Ray tasks (a local instance, or RAY_ADDRESS / --ray-address)."
+_RAY_ADDRESS_HELP = "The Ray cluster to join (implies --ray)."
 
 #: Built-in defaults of the settings [tool.migrate.verify] may change.
 DEFAULTS: dict[str, object] = {
@@ -104,15 +114,113 @@ def _console():
     return Console(file=sys.stdout, width=None if sys.stdout.isatty() else 200)
 
 
+def _batch_usage(
+    target: str | None,
+    manifest: Path | None,
+    jobs: int | None,
+    timeout: float | None,
+    rerun: str | None,
+    ray: bool,
+    results: Path | None,
+) -> bool:
+    """Whether this is a registry batch (a folder or --manifest); batch-only flags need one."""
+    is_batch = manifest is not None or (target is not None and os.path.isdir(target))
+    if manifest is not None and target is not None:
+        raise _fail(VerifyError("usage", "give a folder or --manifest FILE, not both"))
+    if target is None and manifest is None:
+        raise _fail(VerifyError("usage", "give an archive, a folder of archives or --manifest"))
+    if not is_batch:
+        used = [
+            flag
+            for flag, value in (
+                ("-j", jobs), ("--timeout", timeout), ("--rerun", rerun), ("--results", results),
+            )
+            if value is not None
+        ] + (["--ray"] if ray else [])  # fmt: skip
+        if used:
+            raise _fail(
+                VerifyError("usage", f"{', '.join(used)}: only for a folder or --manifest batch")
+            )
+    if jobs is not None and jobs < 1:
+        raise _fail(VerifyError("usage", f"-j must be 1 or more, not {jobs}"))
+    if timeout is not None and not timeout > 0:
+        raise _fail(VerifyError("usage", f"--timeout must be > 0 seconds, not {timeout}"))
+    if rerun not in (None, "failed", "all"):
+        raise _fail(VerifyError("usage", f"--rerun must be failed or all, not {rerun!r}"))
+    return is_batch
+
+
+def _run_batch(
+    mode: str,
+    target: str | None,
+    manifest: Path | None,
+    out: Path,
+    results: Path | None,
+    settings: dict[str, object],
+    jobs: int | None,
+    timeout: float | None,
+    rerun: str | None,
+    ray: bool,
+    ray_address: str | None,
+    fmt: str,
+) -> None:
+    """A folder of archives or a manifest: one worker process per archive, results resumable."""
+    import json
+
+    from migrate.cli import _sigterm_as_interrupt
+    from migrate.verify import batch
+    from migrate.verify.ray_runner import INSTALL_RAY, ray_available
+
+    if ray and not ray_available():
+        typer.echo(f"error: {INSTALL_RAY}", err=True)
+        raise typer.Exit(2)
+    if out.exists() and not out.is_dir():
+        raise _fail(VerifyError("usage", f"-o {out}: exists and is not a directory"))
+    try:
+        job_list = batch.build_jobs(mode, target, manifest, out, settings, timeout)
+    except VerifyError as exc:
+        raise _fail(exc) from None
+    n, label = (jobs, f"-j {jobs}") if jobs else batch.default_jobs()
+    if ray:
+        label = f"ray {ray_address or os.environ.get('RAY_ADDRESS') or 'local'}"
+    progress = batch.Progress(fmt == "text")
+    try:
+        with _sigterm_as_interrupt():  # SIGTERM too stops the workers, and the batch resumes
+            result = batch.run_batch(
+                job_list,
+                results or out / "results.jsonl",
+                # A local Ray instance gets -j CPUs when given (else all of them).
+                (jobs or 0) if ray else n,
+                rerun=rerun,
+                ray=ray,
+                ray_address=ray_address,
+                on_start=progress.start,
+                on_result=progress.advance,
+            )
+    except VerifyError as exc:
+        raise _fail(exc) from None
+    except KeyboardInterrupt:
+        typer.echo("interrupted: rerun the same command to resume", err=True)
+        raise typer.Exit(130) from None
+    finally:
+        progress.stop()
+    result.jobs_label = label
+    if fmt == "json":
+        typer.echo(json.dumps(batch.summary_json(result), indent=2))
+    else:
+        batch.render_summary(result, _console())
+    raise typer.Exit(result.exit_code)
+
+
 def verify(
     target: Annotated[
-        str,
+        str | None,
         typer.Argument(
-            help="A TorchScript archive (.pt from torch.jit.save) or package.module:callable "
-            "returning an nn.Module or (module, example_inputs).",
+            help="A TorchScript archive (.pt from torch.jit.save), package.module:callable "
+            "returning an nn.Module or (module, example_inputs), or a folder of archives.",
             show_default=False,
         ),
-    ],
+    ] = None,
     inputs: Annotated[str | None, typer.Option("--inputs", "-i", help=_INPUTS_HELP)] = None,
     input_shape: Annotated[
         list[str] | None, typer.Option("--input-shape", help=_SHAPE_HELP)
@@ -204,6 +312,15 @@ def verify(
     method: Annotated[
         str | None, typer.Option("--method", help=_METHOD_HELP.replace("Convert", "Check"))
     ] = None,
+    manifest: Annotated[Path | None, typer.Option("--manifest", help=_MANIFEST_HELP)] = None,
+    jobs: Annotated[int | None, typer.Option("--jobs", "-j", help=_JOBS_HELP)] = None,
+    timeout: Annotated[float | None, typer.Option("--timeout", help=_TIMEOUT_HELP)] = None,
+    results: Annotated[Path | None, typer.Option("--results", help=_RESULTS_HELP)] = None,
+    rerun: Annotated[str | None, typer.Option("--rerun", help=_RERUN_HELP)] = None,
+    ray: Annotated[bool, typer.Option("--ray", help=_RAY_HELP)] = False,
+    ray_address: Annotated[
+        str | None, typer.Option("--ray-address", help=_RAY_ADDRESS_HELP)
+    ] = None,
     debug: Annotated[bool, typer.Option("--debug", help=_DEBUG_HELP)] = False,
 ) -> None:
     """Check that a converted or migrated model gives the TorchScript numbers (exit 0 pass, 1
@@ -217,13 +334,41 @@ def verify(
         raise _fail(VerifyError("usage", f"--threads must be at least 1, not {threads}"))
     if bench_runs < 1:
         raise _fail(VerifyError("usage", f"--bench-runs must be at least 1, not {bench_runs}"))
+    ray = ray or ray_address is not None
+    is_batch = _batch_usage(target, manifest, jobs, timeout, rerun, ray, results)
     settings, config_path, from_config = _settings(
-        target,
+        target or str(manifest),
         {"device": device, "samples": samples, "seed": seed, "rtol": rtol, "atol": atol},
         config_file,
         isolated,
     )
     _require_extra()
+    if is_batch:
+        extra = [
+            flag
+            for flag, value in (
+                ("--candidate", candidate), ("--bench", bench), ("--branches", branches),
+                ("--original", original), ("--default-candidates", default_candidates),
+                ("--threads", threads),
+            )
+            if value
+        ]  # fmt: skip
+        if extra:
+            raise _fail(VerifyError("usage", f"{', '.join(extra)}: not available in a batch"))
+        if out is None and results is None:
+            raise _fail(
+                VerifyError("usage", "a batch needs --out DIR (artifacts and results.jsonl)")
+            )
+        _run_batch(
+            "verify", target, manifest, out or results.parent, results,  # type: ignore[union-attr]
+            {
+                "inputs": inputs, "input_shapes": list(input_shape or []),
+                "dynamic_dims": list(dynamic_dim or []), "backend": backend, "method": method,
+                "trust": trust_archive, "max_input_bytes": max_input_bytes, **settings,
+            },
+            jobs, timeout, rerun, ray, ray_address, fmt,
+        )  # fmt: skip
+    assert target is not None
     from migrate.verify.pipeline import VerifyConfig, run_verify
     from migrate.verify.report import render_json, render_text
 
@@ -270,7 +415,13 @@ def verify(
 
 
 def convert(
-    model: Annotated[str, typer.Argument(help="A TorchScript archive (.pt from torch.jit.save).")],
+    model: Annotated[
+        str | None,
+        typer.Argument(
+            help="A TorchScript archive (.pt from torch.jit.save) or a folder of archives.",
+            show_default=False,
+        ),
+    ] = None,
     inputs: Annotated[str | None, typer.Option("--inputs", "-i", help=_INPUTS_HELP)] = None,
     input_shape: Annotated[
         list[str] | None, typer.Option("--input-shape", help=_SHAPE_HELP)
@@ -287,13 +438,38 @@ def convert(
     max_input_bytes: Annotated[
         int | None, typer.Option("--max-input-bytes", help=_MAX_BYTES_HELP, show_default=False)
     ] = None,
+    manifest: Annotated[Path | None, typer.Option("--manifest", help=_MANIFEST_HELP)] = None,
+    jobs: Annotated[int | None, typer.Option("--jobs", "-j", help=_JOBS_HELP)] = None,
+    timeout: Annotated[float | None, typer.Option("--timeout", help=_TIMEOUT_HELP)] = None,
+    results: Annotated[Path | None, typer.Option("--results", help=_RESULTS_HELP)] = None,
+    rerun: Annotated[str | None, typer.Option("--rerun", help=_RERUN_HELP)] = None,
+    ray: Annotated[bool, typer.Option("--ray", help=_RAY_HELP)] = False,
+    ray_address: Annotated[
+        str | None, typer.Option("--ray-address", help=_RAY_ADDRESS_HELP)
+    ] = None,
+    fmt: Annotated[str, typer.Option("--format", help="A batch's summary: text or json.")] = "text",
     debug: Annotated[bool, typer.Option("--debug", help=_DEBUG_HELP)] = False,
 ) -> None:
     """Convert a TorchScript archive to OUT/<name>.pt2 (torch.export) and OUT/<name>.pte
     (ExecuTorch), checked against the archive on a few samples (exit 1 when they differ)."""
     if out.exists() and not out.is_dir():
         raise _fail(VerifyError("usage", f"-o {out}: exists and is not a directory"))
+    if fmt not in ("text", "json"):
+        raise _fail(VerifyError("usage", f"--format must be text or json, not {fmt!r}"))
+    ray = ray or ray_address is not None
+    is_batch = _batch_usage(model, manifest, jobs, timeout, rerun, ray, results)
     _require_extra()
+    if is_batch:
+        _run_batch(
+            "convert", model, manifest, out, results,
+            {
+                "inputs": inputs, "input_shapes": list(input_shape or []),
+                "dynamic_dims": list(dynamic_dim or []), "backend": backend, "method": method,
+                "trust": trust_archive, "max_input_bytes": max_input_bytes,
+            },
+            jobs, timeout, rerun, ray, ray_address, fmt,
+        )  # fmt: skip
+    assert model is not None
     from migrate.verify.pipeline import run_convert
 
     _warn_trust(trust_archive, model)

@@ -935,6 +935,7 @@ class ConvertResult:
     notes: list[str] = field(default_factory=list)
     mismatch: str | None = None  # why the .pte differs from the archive (nothing written)
     together_s: float | None = None  # several methods: seconds to lower them together
+    max_abs: dict[str, float] = field(default_factory=dict)  # method -> the .pte's max abs error
 
     def lines(self) -> list[str]:
         out = []
@@ -982,9 +983,12 @@ def run_convert(
     method: str | None = None,
     trust: bool = False,
     max_input_bytes: int | None = None,
+    rtol: float | None = None,
+    atol: float | None = None,
 ) -> ConvertResult:
     if backend not in conv.BACKENDS:
         raise VerifyError("usage", f"unknown backend {backend!r} (xnnpack, portable)")
+    check_tolerances(rtol, atol)
     if out.exists() and not out.is_dir():
         raise VerifyError("usage", f"-o {out}: exists and is not a directory")
     dyn = inp.parse_dynamic_dims(dynamic_dims or [])
@@ -1017,7 +1021,7 @@ def run_convert(
             ) from exc
         with quiet(debug):
             ref_by_method[m] = _reference_outputs(run, samples, "cpu")
-    tol = Tolerance(None, None)
+    tol = Tolerance(rtol, atol)
     recs = ladder(ts, methods, example, samples, ref_by_method, tol, backend, dynamic_shapes, debug)
     if any(r.vary_scalars for r in recs.values()):
         _specialisation_samples(ts, methods, example, samples, ref_by_method, seed, notes)
@@ -1040,6 +1044,7 @@ def run_convert(
             )  # fmt: skip
             with quiet(debug):
                 cell = run_candidate(cand, "cpu", samples, ref_by_method[m], tol)
+            result.max_abs[m] = cell.max_abs
             if cell.status != "pass":
                 where = cell.worst or {}
                 why = (
