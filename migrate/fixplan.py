@@ -170,6 +170,11 @@ def _at(ctx: Context, rules: tuple[str, ...], display: str, line: int, column: i
     ]
 
 
+def _with_fix(ctx: Context, rules: tuple[str, ...]) -> list[Finding]:
+    """The findings of these rules that still carry a fix."""
+    return [f for f in ctx.findings if f.rule in rules and f.autofix is not None]
+
+
 def _where(span) -> str:
     return f"{span.display}:{span.line}"
 
@@ -273,9 +278,7 @@ def captures_move_with_every_use(ctx: Context) -> dict[FindingKey, str]:
     if facts is None:
         return {}
     holds: dict[FindingKey, str] = {}
-    for f in ctx.findings:
-        if f.rule not in CAPTURE_RULES or f.autofix is None:
-            continue
+    for f in _with_fix(ctx, CAPTURE_RULES):
         uses = facts.external_uses(f.path, f.line, f.column)  # type: ignore[attr-defined]
         if not uses:
             continue
@@ -298,9 +301,7 @@ def captures_wait_for_their_forward(ctx: Context) -> dict[FindingKey, str]:
     if facts is None:
         return {}
     holds: dict[FindingKey, str] = {}
-    for f in ctx.findings:
-        if f.rule not in CAPTURE_RULES or f.autofix is None:
-            continue
+    for f in _with_fix(ctx, CAPTURE_RULES):
         captured = facts.class_of_capture(f.path, f.line, f.column)  # type: ignore[attr-defined]
         if captured is None:
             continue
@@ -339,7 +340,7 @@ def typing_stays_while_scripted(ctx: Context) -> dict[FindingKey, str]:
     facts = ctx.facts
     if facts is None:
         return {}
-    typed = [f for f in ctx.findings if f.rule in TYPING_RULES and f.autofix is not None]
+    typed = _with_fix(ctx, TYPING_RULES)
     if not typed:
         return {}
     holds: dict[FindingKey, str] = {}
