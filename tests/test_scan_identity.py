@@ -1,0 +1,69 @@
+"""Scan speed work must not change a single finding: the JSON output of fixed trees, whole
+and one file at a time, with one process and with a pool, against a golden recorded before
+the optimisations of issue 16. `MIGRATE_UPDATE=1 pytest tests/test_scan_identity.py`
+rewrites the golden (only for a deliberate change of findings; review with git diff)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.scan_support import ROOT, run_cli
+
+GOLDEN = ROOT / "tests" / "golden" / "scan_identity.json"
+UPDATE = os.environ.get("MIGRATE_UPDATE") == "1"
+
+# (case name, folder under fixtures/ scanned as the repository, paths named, jobs)
+WHOLE_TREE = [
+    ("fixtures -j1", "", ["."], "1"),
+    ("fixtures -j2", "", ["."], "2"),
+]
+REPOS = ["repos/sample/before", "repos/graphlayers/before", "repos/imageops/before", "scan"]
+# One-file scans, as pre-commit runs them: the repository's root is the working folder.
+ONE_FILE_REPOS = ["repos/sample/before", "repos/graphlayers/before", "repos/safety/a_service"]
+
+
+def _cases() -> list[tuple[str, str, list[str], str]]:
+    cases = list(WHOLE_TREE)
+    cases += [(f"{repo} -j2", repo, ["."], "2") for repo in REPOS]
+    for repo in ONE_FILE_REPOS:
+        base = ROOT / "fixtures" / repo
+        for path in sorted(base.rglob("*.py")):
+            rel = path.relative_to(base).as_posix()
+            cases.append((f"{repo} :: {rel}", repo, [rel], "1"))
+    return cases
+
+
+@pytest.fixture(scope="module")
+def fixture_copy(tmp_path_factory) -> Path:
+    dest = tmp_path_factory.mktemp("identity") / "fixtures"
+    shutil.copytree(ROOT / "fixtures", dest, symlinks=True)
+    return dest
+
+
+def _scan_json(root: Path, paths: list[str], jobs: str) -> dict:
+    run = run_cli(["scan", *paths, "--no-cache", "--format", "json", "-j", jobs], cwd=root)
+    assert run.code in (0, 1), run.stderr
+    data = run.json()
+    data.pop("version", None)
+    return data
+
+
+def test_scan_output_matches_the_golden(fixture_copy: Path) -> None:
+    outputs: dict[str, dict] = {}
+    for name, folder, paths, jobs in _cases():
+        outputs[name] = _scan_json(fixture_copy / folder if folder else fixture_copy, paths, jobs)
+    if UPDATE:
+        GOLDEN.parent.mkdir(exist_ok=True)
+        GOLDEN.write_text(json.dumps(outputs, indent=1, sort_keys=True) + "\n")
+    golden = json.loads(GOLDEN.read_text())
+    assert sorted(outputs) == sorted(golden), "the set of cases changed: rerun with MIGRATE_UPDATE=1"
+    for name in golden:
+        assert outputs[name] == golden[name], f"scan output changed for {name}"
+    # The tree holds findings of every family: a golden of empty outputs would prove nothing.
+    rules = set(golden["fixtures -j1"]["summary"]["by_rule"])
+    assert {"MIG101", "MIG131", "MIG201", "MIG305", "MIG401"} <= rules
