@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
+from migrate.astwalk import children
 from migrate.cache import ResultCache, default_cache_folder, digest
 from migrate.checks.base import (
     FileContext,
@@ -179,6 +180,17 @@ class _Walker:
         self.ctx = ctx
         self.checks = checks
         self.table = ctx.table
+        self.hooks = checks.node_hooks
+        self.parents = ctx.parents
+        # Per node type: the visit_* method, looked up once (not by name for every node).
+        self.methods = {
+            getattr(ast, name[6:]): getattr(self, name)
+            for name in dir(self)
+            if name.startswith("visit_") and hasattr(ast, name[6:])
+        }
+        # The torch-rooted names of each scope, resolved once: most names in a module
+        # (locals, self, builtins) resolve to nothing, and a reference starts with a name.
+        self._bound: dict[tuple[str, int], str | None] = {}
 
     def lookup(self, expr: ast.AST) -> tuple[str, PythonCheck] | None:
         if not isinstance(expr, (ast.Name, ast.Attribute)):
@@ -195,23 +207,23 @@ class _Walker:
         check.on_reference(ref, self.ctx)
 
     def visit(self, node: ast.AST) -> None:
-        hooks = self.checks.node_hooks.get(type(node))
+        kind = type(node)
+        hooks = self.hooks.get(kind)
         if hooks:
             for check in hooks:
                 check.on_node(node, self.ctx)
-        method = getattr(self, f"visit_{type(node).__name__}", None)
-        self.ctx.parents.append(node)
-        try:
-            if method is None:
-                self.generic_visit(node)
-            else:
-                method(node)
-        finally:
-            self.ctx.parents.pop()
+        method = self.methods.get(kind)
+        self.parents.append(node)
+        if method is None:
+            for child in children(node):
+                self.visit(child)
+        else:
+            method(node)
+        self.parents.pop()
 
     def generic_visit(self, node: ast.AST, skip: Iterable[ast.AST] = ()) -> None:
         skipped = {id(s) for s in skip}
-        for child in ast.iter_child_nodes(node):
+        for child in children(node):
             if id(child) not in skipped:
                 self.visit(child)
 
@@ -274,6 +286,8 @@ class _Walker:
         self.generic_visit(node)
 
     def _visit_name(self, node: ast.Name | ast.Attribute) -> None:
+        if self._inert(node):
+            return
         if isinstance(node.ctx, ast.Load):
             found = self.lookup(node)
             if found:
@@ -282,6 +296,40 @@ class _Walker:
         self.generic_visit(node)
 
     visit_Name = visit_Attribute = _visit_name
+
+    def _inert(self, node: ast.Name | ast.Attribute) -> bool:
+        """Whether no part of a name or attribute chain can be a reference (its first name
+        is a local, a builtin or another package's), so the walk can skip the chain; a chain
+        on a call or subscript (`f().x.y`) has only that base visited."""
+        chain: list[ast.AST] = []
+        base: ast.AST = node
+        while isinstance(base, ast.Attribute):
+            chain.append(base)
+            base = base.value
+        if isinstance(base, ast.Name):
+            if self._could_resolve(base):
+                return False
+            return True
+        if not chain:
+            return False
+        # The parents a full walk would have stacked (`node` itself is already there).
+        inner = chain[1:]
+        self.parents.extend(inner)
+        self.visit(base)
+        del self.parents[len(self.parents) - len(inner) :]
+        return True
+
+    def _could_resolve(self, name: ast.Name) -> bool:
+        scope = self.table.scope_for(name)
+        key = (name.id, id(scope))
+        if key not in self._bound:
+            self._bound[key] = self.table.binding(name.id, scope)
+        qual = self._bound[key]
+        if qual is None:
+            return False
+        if self.table.exports:  # a repository re-export can turn `pkg.x` into a torch name
+            return True
+        return qual.startswith("torch") or qual.split(".")[0] in self.checks.roots
 
     def run(self) -> None:
         self.visit(self.ctx.tree)

@@ -10,6 +10,8 @@ import ast
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
+from migrate.astwalk import children
+
 # A binding is the qualified name an identifier stands for, or None for "a local value".
 Binding = str | None
 
@@ -86,7 +88,7 @@ class ScopeTable:
                 continue
 
     def _collect(self, node: ast.AST, scope: Scope) -> None:
-        for child in ast.iter_child_nodes(node):
+        for child in children(node):
             self._collect_node(child, scope)
 
     def _collect_node(self, node: ast.AST, scope: Scope) -> None:

@@ -1,0 +1,89 @@
+"""Child iteration for the scan's tree walks, without `ast.iter_child_nodes`' per-node cost.
+
+`ast.iter_child_nodes` is a generator over `iter_fields`: for every node it looks up every
+field, strings and numbers included, and it yields the shared `Load`/`Store`/operator
+singletons as children. A scan walks every node of every parsed file twice (scope table,
+check walk), so that generic machinery was most of its time. Here each node type's fields
+that can hold child nodes are worked out once; the operator and context singletons (which
+have no children and no check looks at) are left out. Order is the fields' order, as in
+`iter_child_nodes`.
+"""
+
+from __future__ import annotations
+
+import ast
+
+# Fields that never hold a node (identifiers, numbers, flags) or hold only the shared
+# operator/context singletons.
+_NEVER_NODES = frozenset(
+    {
+        "ctx",
+        "op",
+        "ops",
+        "id",
+        "arg",
+        "attr",
+        "asname",
+        "module",
+        "level",
+        "kind",
+        "type_comment",
+        "is_async",
+        "conversion",
+        "simple",
+        "tag",
+        "rest",
+        "kwd_attrs",
+    }
+)
+# `name` is an identifier on these (on TypeAlias, 3.12+, it is a Name node).
+_NAME_IS_TEXT = tuple(
+    getattr(ast, n)
+    for n in (
+        "FunctionDef",
+        "AsyncFunctionDef",
+        "ClassDef",
+        "ExceptHandler",
+        "alias",
+        "MatchAs",
+        "MatchStar",
+        "TypeVar",
+        "ParamSpec",
+        "TypeVarTuple",
+    )
+    if hasattr(ast, n)
+)
+_VALUE_IS_CONSTANT = (ast.Constant, ast.MatchSingleton)
+_NAMES_ARE_TEXT = (ast.Global, ast.Nonlocal)
+
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def child_fields(cls: type) -> tuple[str, ...]:
+    """The fields of an AST node type that can hold child nodes (cached)."""
+    found = _FIELDS.get(cls)
+    if found is None:
+        skip = set(_NEVER_NODES)
+        if issubclass(cls, _NAME_IS_TEXT):
+            skip.add("name")
+        if issubclass(cls, _VALUE_IS_CONSTANT):
+            skip.add("value")
+        if issubclass(cls, _NAMES_ARE_TEXT):
+            skip.add("names")
+        found = _FIELDS[cls] = tuple(f for f in cls._fields if f not in skip)
+    return found
+
+
+def children(node: ast.AST) -> list[ast.AST]:
+    """The child nodes of `node` in field order, singletons left out."""
+    out: list[ast.AST] = []
+    fields = _FIELDS.get(type(node)) or child_fields(type(node))
+    for name in fields:
+        value = getattr(node, name, None)
+        if value is None:
+            continue
+        if type(value) is list:
+            out.extend(item for item in value if item is not None)
+        else:
+            out.append(value)
+    return out
