@@ -61,7 +61,9 @@ def test_scan_output_matches_the_golden(fixture_copy: Path) -> None:
         GOLDEN.parent.mkdir(exist_ok=True)
         GOLDEN.write_text(json.dumps(outputs, indent=1, sort_keys=True) + "\n")
     golden = json.loads(GOLDEN.read_text())
-    assert sorted(outputs) == sorted(golden), "the set of cases changed: rerun with MIGRATE_UPDATE=1"
+    assert sorted(outputs) == sorted(golden), (
+        "the set of cases changed: rerun with MIGRATE_UPDATE=1"
+    )
     for name in golden:
         assert outputs[name] == golden[name], f"scan output changed for {name}"
     # The tree holds findings of every family: a golden of empty outputs would prove nothing.

@@ -27,6 +27,7 @@ from pathlib import Path
 from migrate.analysis._repo import Repo, SourceFile, Span
 from migrate.analysis.artifacts import Site, find_sites
 from migrate.analysis.blockers import Blocker, CapturedClass, Method, find_captured_classes
+from migrate.analysis.imports import import_statements
 from migrate.analysis.values import CaptureValue, ValueUse, find_captures
 
 __all__ = [
@@ -151,11 +152,10 @@ class RepoFacts:
             found: set[str] = set()
             if f is not None and f.src.text:
                 package = f.module if f.is_package else f.module.rpartition(".")[0]
-                for node in ast.walk(f.tree):
-                    names: list[str] = []
+                for node in import_statements(f.src.text):
                     if isinstance(node, ast.Import):
                         names = [a.name for a in node.names]
-                    elif isinstance(node, ast.ImportFrom):
+                    else:
                         base = node.module or ""
                         if node.level:
                             parts = package.split(".") if package else []
