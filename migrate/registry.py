@@ -58,10 +58,12 @@ class Rule:
 
 
 _REQUIRED = ("code", "name", "title", "fix", "target")
+# libyaml's loader reads the rule files ten times faster (every CLI start reads all of them).
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def _load_rule(path: Path) -> Rule:
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    data = yaml.load(path.read_text(encoding="utf-8"), Loader=_YAML_LOADER) or {}
     missing = [k for k in _REQUIRED if k not in data]
     if missing:
         raise ValueError(f"{path}: missing keys {', '.join(missing)}")
