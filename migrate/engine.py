@@ -730,10 +730,10 @@ class Scanner:
         cache = self._open_cache(paths)
         fingerprint = _tree_fingerprint(jobs) if cache else None
         final = cache.final(fingerprint) if cache else None
-        if final is not None:
+        if final is not None and len(final) == 4:  # 3 items: from before plans were kept
             # Nothing changed since the last scan of this tree: reuse its whole outcome.
-            results, self.exports, self.repo_facts = final
-            return self._collect(jobs, results, missing)
+            results, self.exports, self.repo_facts, planned = final
+            return self._collect(jobs, results, missing, planned)
         self._outside_read: list[str] = []
         results: dict[str, FileResult] = {}
         todo = []
@@ -752,17 +752,23 @@ class Scanner:
         outside = self._outside_exports(jobs, results, paths)
         self.exports = self._resolve_reexports(jobs, results, outside)
         self.repo_facts = self._repo_pass(jobs, results)
+        out = self._collect(jobs, results, missing)
         if cache and fingerprint is not None:
+            # The planned findings too: planning builds repository facts, most of a warm run.
             cache.store_final(
                 fingerprint,
                 self._outside_read,
-                (results, self.exports, self.repo_facts),
+                (results, self.exports, self.repo_facts, list(out.findings)),
             )
             cache.save()
-        return self._collect(jobs, results, missing)
+        return out
 
     def _collect(
-        self, jobs: list[_Job], results: dict[str, FileResult], missing: list[FileError]
+        self,
+        jobs: list[_Job],
+        results: dict[str, FileResult],
+        missing: list[FileError],
+        planned: list[Finding] | None = None,
     ) -> ScanResult:
         out = ScanResult(files_seen=len(jobs), errors=list(missing))
         for r in results.values():
@@ -777,6 +783,9 @@ class Scanner:
 
         self._facts = None
         self._last_findings = out.findings
+        if planned is not None:  # an unchanged tree: the last run's plan stands
+            out.findings = list(planned)
+            return out
         if any(f.rule.startswith("MIG4") for f in out.findings):
             # Serving code outside Python linked to the Python writers of its archives (the
             # planner then keeps those writers: the native loader cannot read a .pt2).

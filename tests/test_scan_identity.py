@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.scan_support import ROOT, run_cli
+from tests.scan_support import ROOT, clean_env, run_cli
 
 GOLDEN = ROOT / "tests" / "golden" / "scan_identity.json"
 UPDATE = os.environ.get("MIGRATE_UPDATE") == "1"
@@ -69,3 +69,20 @@ def test_scan_output_matches_the_golden(fixture_copy: Path) -> None:
     # The tree holds findings of every family: a golden of empty outputs would prove nothing.
     rules = set(golden["fixtures -j1"]["summary"]["by_rule"])
     assert {"MIG101", "MIG131", "MIG201", "MIG305", "MIG401"} <= rules
+
+
+def test_warm_scans_match_the_cold_golden(fixture_copy: Path, tmp_path: Path) -> None:
+    """The result cache: the run that fills it and the run that reuses the whole outcome of
+    an unchanged tree (plan included) print what a cold scan prints."""
+    root = fixture_copy / "repos" / "imageops" / "before"
+    expected = json.loads(GOLDEN.read_text())["repos/imageops/before -j2"]
+    # Fixes the planner holds back ("not rewritten: ...") must survive the cache as well.
+    assert any("not rewritten" in f["message"] for f in expected["findings"])
+    env = {**clean_env(root), "MIGRATE_CACHE_DIR": str(tmp_path / "cache")}
+    for attempt in ("fills the cache", "reuses it"):
+        run = run_cli(["scan", ".", "--format", "json", "-j", "2"], cwd=root, env=env)
+        assert run.code in (0, 1), run.stderr
+        data = run.json()
+        data.pop("version", None)
+        assert data == expected, f"the warm scan that {attempt} differs from the cold one"
+    assert any((tmp_path / "cache").rglob("*")), "the cache was never written"
