@@ -192,6 +192,8 @@ class _Walker:
         # The torch-rooted names of each scope, resolved once: most names in a module
         # (locals, self, builtins) resolve to nothing, and a reference starts with a name.
         self._bound: dict[tuple[str, int], str | None] = {}
+        # Skipping a chain skips its inner nodes' hooks: only when no check hooks them.
+        self._may_skip_chains = not (ast.Name in self.hooks or ast.Attribute in self.hooks)
 
     def lookup(self, expr: ast.AST) -> tuple[str, PythonCheck] | None:
         if not isinstance(expr, (ast.Name, ast.Attribute)):
@@ -302,15 +304,15 @@ class _Walker:
         """Whether no part of a name or attribute chain can be a reference (its first name
         is a local, a builtin or another package's), so the walk can skip the chain; a chain
         on a call or subscript (`f().x.y`) has only that base visited."""
+        if not self._may_skip_chains:
+            return False
         chain: list[ast.AST] = []
         base: ast.AST = node
         while isinstance(base, ast.Attribute):
             chain.append(base)
             base = base.value
         if isinstance(base, ast.Name):
-            if self._could_resolve(base):
-                return False
-            return True
+            return not self._could_resolve(base)
         if not chain:
             return False
         # The parents a full walk would have stacked (`node` itself is already there).

@@ -86,3 +86,27 @@ def test_warm_scans_match_the_cold_golden(fixture_copy: Path, tmp_path: Path) ->
         data.pop("version", None)
         assert data == expected, f"the warm scan that {attempt} differs from the cold one"
     assert any((tmp_path / "cache").rglob("*")), "the cache was never written"
+
+
+def test_a_check_hooking_attributes_sees_every_attribute() -> None:
+    """The walk skips name chains that cannot be references, but not when a check hooks
+    Name or Attribute nodes: such a check hears of every one, inner links included."""
+    import ast
+
+    from migrate.checks.base import PythonContext
+    from migrate.engine import CheckSet, _Walker
+    from migrate.pyscope import ScopeTable
+
+    text = "import os\nx = os.path.sep.join\ny = local.a.b\n"
+    tree = ast.parse(text)
+    heard: list[str] = []
+
+    class Recorder:
+        def on_node(self, node, ctx):
+            heard.append(ast.unparse(node))
+
+    checks = CheckSet(["MIG101"])
+    checks.node_hooks[ast.Attribute] = [Recorder()]
+    ctx = PythonContext("m.py", text, tree, ScopeTable(tree, "m", False))
+    _Walker(ctx, checks).run()
+    assert heard == ["os.path.sep.join", "os.path.sep", "os.path", "local.a.b", "local.a"]
