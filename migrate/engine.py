@@ -414,7 +414,9 @@ def _export_table(
     try:
         with warnings.catch_warnings(), _recursion_limit(DEEP_RECURSION):
             warnings.simplefilter("ignore")
-            table = ScopeTable(ast.parse(text), module, is_package)
+            # Only module-level names can be re-exported, and only through module-level
+            # imports: function bodies are neither walked nor followed.
+            table = ScopeTable(ast.parse(text), module, is_package, module_only=True)
     except (SyntaxError, ValueError, RecursionError):
         return None
     return _ExportTable(_reexportable(table.module_exports(), checks), table.repo_imports)

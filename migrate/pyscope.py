@@ -43,7 +43,13 @@ def resolve_relative(module: str, is_package: bool, level: int, target: str | No
 
 
 class ScopeTable:
-    """Bindings of every scope in one module, built in one walk over the tree."""
+    """Bindings of every scope in one module, built in one walk over the tree.
+
+    With `module_only`, the bodies of functions, classes and lambdas are not walked: the
+    module scope comes out the same (nothing in a body binds a module-level name here), which
+    is all an export table needs, at a fraction of the walk; `repo_imports` then holds the
+    module-level imports only.
+    """
 
     def __init__(
         self,
@@ -52,8 +58,10 @@ class ScopeTable:
         is_package: bool = False,
         exports: Mapping[str, str] | None = None,
         script_dir: str = "",
+        module_only: bool = False,
     ) -> None:
         self.module = module
+        self.module_only = module_only
         self.is_package = is_package
         self.exports = exports or {}
         # Dotted folder of a module outside any package (tools/export.py -> "tools"): run as
@@ -132,6 +140,8 @@ class ScopeTable:
                         self._collect_node(arg.annotation, scope)
                 if node.returns is not None:
                     self._collect_node(node.returns, scope)
+            if self.module_only:
+                return
             inner = self._new_scope(node, scope)
             if not isinstance(node, ast.ClassDef):
                 for arg in self._all_args(node.args):
@@ -140,6 +150,8 @@ class ScopeTable:
                 self._collect_node(stmt, inner)
             return
         if isinstance(node, ast.Lambda):
+            if self.module_only:
+                return
             inner = self._new_scope(node, scope)
             for arg in self._all_args(node.args):
                 self._bind_local(inner, arg.arg)

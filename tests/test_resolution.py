@@ -557,3 +557,50 @@ def test_one_named_file_reads_the_modules_it_imports(tmp_path, monkeypatch):
     assert [(f.path, f.line, f.rule, f.symbol) for f in result.findings] == [
         ("model.py", 3, "MIG101", "torch.jit.script")
     ]
+
+
+def test_one_named_file_follows_only_module_level_imports_of_the_modules_it_reads(
+    tmp_path, monkeypatch
+):
+    # Only module-level names are re-exported, so an import inside a function of a module read
+    # for its exports leads nowhere a name could come from: that module is not read.
+    files = {
+        **PKG,
+        "pkg/utils.py": (
+            "from .compat import script as compile_fn\n\n"
+            "def later():\n    from . import heavy\n    return heavy\n"
+        ),
+        "pkg/heavy.py": "import torch\nrun = torch.jit.trace\n",
+        "pkg/model.py": "from .utils import compile_fn\n\nnet = compile_fn(build())\n",
+    }
+    write_tree(tmp_path, files)
+    monkeypatch.chdir(tmp_path)
+    scanner = Scanner(ScanOptions(cache=False, jobs=1, use_git=False))
+    result = scanner.scan(["pkg/model.py"])
+    assert [(f.path, f.line, f.rule, f.symbol) for f in result.findings] == [
+        ("pkg/model.py", 3, "MIG101", "torch.jit.script")
+    ]
+    read = sorted(Path(p).relative_to(tmp_path).as_posix() for p in scanner._outside_read)
+    assert read == ["pkg/compat.py", "pkg/utils.py"]
+
+
+def test_module_only_tables_export_what_full_tables_do():
+    # Every Python file of the fixtures: the export table from the module-level walk equals
+    # the one from the full walk, and its imports are the full table's module-level ones.
+    import ast
+
+    from migrate.pyscope import ScopeTable
+
+    root = Path(__file__).resolve().parent.parent / "fixtures"
+    compared = 0
+    for path in sorted(root.rglob("*.py")):
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+        except (SyntaxError, UnicodeDecodeError, ValueError):
+            continue
+        full = ScopeTable(tree, "pkg.mod", False)
+        light = ScopeTable(tree, "pkg.mod", False, module_only=True)
+        assert light.module_exports() == full.module_exports(), path
+        assert light.repo_imports <= full.repo_imports, path
+        compared += 1
+    assert compared > 100
