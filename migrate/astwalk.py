@@ -12,6 +12,10 @@ have no children and no check looks at) are left out. Order is the fields' order
 from __future__ import annotations
 
 import ast
+import re
+from bisect import bisect_left
+from collections import deque
+from collections.abc import Iterator
 
 # Fields that never hold a node (identifiers, numbers, flags) or hold only the shared
 # operator/context singletons.
@@ -87,3 +91,46 @@ def children(node: ast.AST) -> list[ast.AST]:
         else:
             out.append(value)
     return out
+
+
+def lines_matching(text: str, pattern: re.Pattern[str]) -> list[int] | None:
+    """The 1-based numbers of the lines where `pattern` matches, in order; None when the
+    text has a carriage return (the parser counts a lone one as a line break, this does not)."""
+    if "\r" in text:
+        return None
+    out: list[int] = []
+    line, pos = 1, 0
+    for match in pattern.finditer(text):
+        line += text.count("\n", pos, match.start())
+        pos = match.start()
+        if not out or out[-1] != line:
+            out.append(line)
+    return out
+
+
+def walk_lines(tree: ast.AST, lines: list[int] | None) -> Iterator[ast.AST]:
+    """`ast.walk` (same order) over the nodes whose lines include one of `lines` (sorted),
+    skipping each subtree that lies wholly on other lines; nodes without a position
+    (arguments, comprehension...) are entered. A def's or class's lines start at its first
+    decorator. Inside an f-string nothing is skipped: before 3.12 its inner positions are
+    loose. None for `lines`: every node. Operator and context singletons are left out."""
+    todo: deque[tuple[ast.AST, bool]] = deque([(tree, lines is not None)])
+    while todo:
+        node, prune = todo.popleft()
+        if prune and type(node) is ast.JoinedStr:
+            prune = False
+        for child in children(node):
+            if not prune or _on_lines(child, lines):  # type: ignore[arg-type]
+                todo.append((child, prune))
+        yield node
+
+
+def _on_lines(node: ast.AST, lines: list[int]) -> bool:
+    start = getattr(node, "lineno", None)
+    if start is None:
+        return True
+    end = node.end_lineno or start  # type: ignore[attr-defined]
+    for decorator in getattr(node, "decorator_list", ()):
+        start = min(start, decorator.lineno)
+    i = bisect_left(lines, start)
+    return i < len(lines) and lines[i] <= end

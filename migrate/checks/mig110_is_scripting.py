@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Mapping
 
+from migrate.astwalk import lines_matching, walk_lines
 from migrate.checks._fold import fold
 from migrate.checks.base import PythonCheck, PythonContext, Reference
 from migrate.findings import FixKind
@@ -121,8 +123,13 @@ def _file_facts(ctx: PythonContext) -> dict[str, set[str]]:
     text = ctx.text
     if "script" not in text and "trace" not in text and "onnx" not in text:
         return facts
-    decorators: set[int] = set()  # ast.walk reaches a def before its decorators
-    for node in ast.walk(ctx.tree):
+    # Only a call or decorator spelled with one of the names can count: the walk skips the
+    # statements on lines where none is written.
+    lines = lines_matching(text, _LAST_WORDS)
+    if lines == []:
+        return facts
+    decorators: set[int] = set()  # the walk reaches a def before its decorators
+    for node in walk_lines(ctx.tree, lines):
         targets: list[tuple[ast.expr, ast.AST]] = []
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             decorators.update(id(d) for d in node.decorator_list)
@@ -163,3 +170,4 @@ def _dynamo(node: ast.AST) -> bool:
 # the same apply.
 _KEPT_DECORATORS = frozenset({"torch.jit.script_method", "torch.jit.ScriptModule"})
 _LAST_NAMES = frozenset(q.rsplit(".", 1)[1] for q in (*_SCRIPTING, *_TRACING, "torch.onnx.export"))
+_LAST_WORDS = re.compile(r"\b(?:" + "|".join(sorted(_LAST_NAMES)) + r")\b")

@@ -1,0 +1,106 @@
+"""migrate.astwalk: the line-limited walk must reach every node written on a chosen line."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+from migrate.astwalk import children, lines_matching, walk_lines
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+_SINGLETONS = (ast.expr_context, ast.operator, ast.boolop, ast.unaryop, ast.cmpop)
+
+
+def test_lines_matching_counts_lines_once_each():
+    text = "a jit\nb\njit jit\n\njit"
+    assert lines_matching(text, re.compile(r"\bjit\b")) == [1, 3, 5]
+    assert lines_matching("x = 1\n", re.compile("jit")) == []
+    # The parser takes a lone carriage return for a line break: no line numbers then.
+    assert lines_matching("a\rjit\n", re.compile("jit")) is None
+
+
+def test_children_are_iter_child_nodes_without_singletons():
+    tree = ast.parse("x = a + b if not c else d[e:f]\n@dec\nclass K(B, m=1): y: int = 2\n")
+    for node in ast.walk(tree):
+        expected = [c for c in ast.iter_child_nodes(node) if not isinstance(c, _SINGLETONS)]
+        assert children(node) == expected
+
+
+def _own_lines(node: ast.AST) -> range | None:
+    if not hasattr(node, "lineno"):
+        return None
+    start = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
+    return range(start, node.end_lineno + 1)
+
+
+def test_walk_lines_reaches_every_node_on_the_chosen_lines_in_walk_order():
+    checked = 0
+    word = re.compile(r"\b(?:jit|script|trace|save|load)\b")
+    for path in sorted(FIXTURES.rglob("*.py")):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            continue
+        lines = lines_matching(text, word)
+        if not lines:
+            continue
+        everything = [n for n in ast.walk(tree) if not isinstance(n, _SINGLETONS)]
+        assert list(walk_lines(tree, None)) == everything
+        walked = list(walk_lines(tree, lines))
+        # Same relative order as ast.walk.
+        position = {id(n): i for i, n in enumerate(everything)}
+        order = [position[id(n)] for n in walked]
+        assert order == sorted(order), path
+        # Every node whose lines include a chosen line is reached.
+        reached = {id(n) for n in walked}
+        chosen = set(lines)
+        for node in everything:
+            span = _own_lines(node)
+            if span is not None and chosen.intersection(span):
+                assert id(node) in reached, (path, ast.dump(node)[:80])
+        assert len(walked) < len(everything) or len(lines) > 1
+        checked += 1
+    assert checked > 50
+
+
+def test_walk_lines_skips_what_lies_elsewhere_but_enters_decorators_and_fstrings():
+    text = (
+        "import torch\n"  # 1
+        "@torch.jit.script\n"  # 2
+        "def f(x):\n"  # 3
+        "    return x\n"  # 4
+        "def g():\n"  # 5
+        "    return 1\n"  # 6
+        "s = f'{torch.jit.trace(m)}'\n"  # 7
+    )
+    tree = ast.parse(text)
+    walked = list(walk_lines(tree, [2, 7]))
+    defs = [n.name for n in walked if isinstance(n, ast.FunctionDef)]
+    assert defs == ["f"]  # g's lines hold no chosen line
+    attrs = sorted(n.attr for n in walked if isinstance(n, ast.Attribute))
+    assert attrs == ["jit", "jit", "script", "trace"]
+    assert not any(isinstance(n, ast.Return) for n in walked)
+
+
+def test_mig110_file_facts_are_the_same_with_the_line_limited_walk(monkeypatch):
+    import migrate.checks.mig110_is_scripting as mig110
+    from migrate.checks.base import PythonContext
+    from migrate.pyscope import ScopeTable
+
+    compared = with_facts = 0
+    for path in sorted(FIXTURES.rglob("*.py")):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            continue
+        ctx = PythonContext(str(path), text, tree, ScopeTable(tree, "m", False))
+        limited = mig110._file_facts(ctx)
+        with monkeypatch.context() as m:
+            m.setattr(mig110, "lines_matching", lambda *_: None)  # None: walk every node
+            assert mig110._file_facts(ctx) == limited, path
+        compared += 1
+        with_facts += bool(limited)
+    assert compared > 100 and with_facts > 20
