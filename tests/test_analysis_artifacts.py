@@ -268,6 +268,25 @@ def test_save_methods_only_on_torchscript_values(tmp_path):
     assert [s.lite for s in tree.facts.producers].count(True) == 1
 
 
+def test_a_lite_writer_alone_in_its_file_is_a_producer(tmp_path):
+    # No other archive call spells `save` or `load` here: the text gate must still let the
+    # file through (`\bsave\b` does not match inside `_save_for_lite_interpreter`).
+    tree = Tree(
+        tmp_path,
+        {
+            "export_mobile.py": """
+                import torch
+
+                net = torch.jit.script(Net())
+                net._save_for_lite_interpreter("net.ptl")
+            """,
+        },
+    )
+    assert [(s.api, s.key) for s in tree.facts.producers] == [
+        ("ScriptModule._save_for_lite_interpreter", "net.ptl")
+    ]
+
+
 def test_lite_interpreter_consumers_and_aliases(tmp_path):
     tree = Tree(
         tmp_path,

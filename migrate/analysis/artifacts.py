@@ -47,7 +47,9 @@ _CALL_NAMES = frozenset(
     {"save", "_save_for_lite_interpreter", WRAPPER, *(q.rpartition(".")[2] for q in LOADS)}
 )
 # A file holds a site only if it spells one of these calls (checked before any table).
-_CALL_WORDS = re.compile(r"\b(?:save|load|_load_for_lite_interpreter|to_torchscript)\b")
+_CALL_WORDS = re.compile(
+    r"\b(?:save|load|_save_for_lite_interpreter|_load_for_lite_interpreter|to_torchscript)\b"
+)
 _PATH_TYPES = frozenset(
     f"pathlib.{t}" for t in ("Path", "PurePath", "PosixPath", "PurePosixPath", "WindowsPath")
 )
