@@ -23,6 +23,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
+from migrate.analysis.artifacts import may_hold_site
+from migrate.analysis.values import may_capture
 from migrate.astwalk import children
 from migrate.cache import ResultCache, default_cache_folder, digest
 from migrate.checks.base import (
@@ -87,6 +89,10 @@ class FileResult:
     import_words: set[str] = field(default_factory=set)
     facts: dict[str, set[str]] = field(default_factory=dict)  # ctx.facts (repository pass)
     remembered: set[str] = field(default_factory=set)  # checks' `remember` words, unparsed files
+    # Certain that no call here is a TorchScript maker (the fix planner's capture search then
+    # skips the file); False also where nobody looked.
+    no_makers: bool = False
+    no_sites: bool = False  # likewise for the artifact-site search
 
 
 @dataclass(frozen=True)
@@ -385,6 +391,8 @@ def analyze_python(
             result.error = "cannot analyse: expressions nested too deeply"
             return result
     result.parsed = True
+    result.no_makers = not may_capture(text, tree, table)
+    result.no_sites = not may_hold_site(text, tree, table)
     result.exports = _reexportable(exported, checks)
     result.repo_imports = table.repo_imports
     result.facts = ctx.facts
@@ -787,6 +795,7 @@ class Scanner:
 
         self._facts = None
         self._last_findings = out.findings
+        self._results = results
         if planned is not None:  # an unchanged tree: the last run's plan stands
             out.findings = list(planned)
             return out
@@ -812,6 +821,7 @@ class Scanner:
         findings = getattr(self, "_last_findings", [])
         if not force and not needs_facts(findings):
             return None
+        results: dict[str, FileResult] = getattr(self, "_results", {})
         sources = []
         for job in self.jobs.values():
             if not job.python:
@@ -820,7 +830,17 @@ class Scanner:
                 text = decode_source(Path(job.path).read_bytes())
             except (OSError, UnicodeDecodeError, SyntaxError, LookupError):
                 continue
-            sources.append(SourceFile(job.display, job.module, text))
+            seen = results.get(job.display)
+            seen = seen if seen is not None and seen.parsed else FileResult(job.display)
+            sources.append(
+                SourceFile(
+                    job.display,
+                    job.module,
+                    text,
+                    no_makers=seen.no_makers,
+                    no_sites=seen.no_sites,
+                )
+            )
         self._facts = build_facts(sources)
         return self._facts
 

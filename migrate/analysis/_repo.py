@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import ast
 import functools
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from migrate.astwalk import lines_matching, walk_lines
 from migrate.checks._flow import reaching_value
 from migrate.checks.base import LineIndex, PythonContext
 from migrate.pyscope import Scope, ScopeTable
@@ -26,6 +28,10 @@ class SourceFile:
     module: str
     text: str
     parsed: ast.Module | None = None
+    # The scan's walk found no call that can be a TorchScript maker (values.may_capture):
+    # the capture search skips the file without parsing it.
+    no_makers: bool = False
+    no_sites: bool = False  # nor a call that can write or read an archive (may_hold_site)
 
     @functools.cached_property
     def tree(self) -> ast.Module:
@@ -85,6 +91,31 @@ _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 def terminal_names(quals: frozenset[str]) -> frozenset[str]:
     """torch.jit.load -> load: the name a call of the API is spelled with, alias aside."""
     return frozenset(q.rpartition(".")[2] for q in quals)
+
+
+def calls_spelled(
+    text: str, tree: ast.Module, table: ScopeTable, names: frozenset[str], quals: frozenset[str]
+) -> Iterator[ast.Call]:
+    """The calls whose function is spelled with one of `names` (`x.load(...)`, `load(...)`)
+    or with a name bound to one of `quals` (an import in any scope, a module-level alias):
+    every call that can resolve to one of `quals` and is spelled that way. Only the
+    statements on the lines that hold one of those words are walked."""
+    words = set(names)
+    for scope in table.scopes.values():
+        words.update(local for local, q in scope.imports.items() if table.canonical(q) in quals)
+    module_scope = table.module_scope
+    words.update(
+        name
+        for name, value in module_scope.aliases.items()
+        if table.qualname(value, module_scope) in quals
+    )
+    pattern = re.compile(r"\b(?:" + "|".join(sorted(words)) + r")\b")
+    for node in walk_lines(tree, lines_matching(text, pattern)):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+            if name in words:
+                yield node
 
 
 class FileIndex:

@@ -29,8 +29,15 @@ import sys
 from collections.abc import Collection
 from dataclasses import dataclass, replace
 
-from migrate.analysis._repo import FileIndex, Repo, Span, self_name, unwrap_call
-from migrate.pyscope import Scope
+from migrate.analysis._repo import (
+    FileIndex,
+    Repo,
+    Span,
+    calls_spelled,
+    self_name,
+    unwrap_call,
+)
+from migrate.pyscope import Scope, ScopeTable
 
 SAVE = "torch.jit.save"
 LOADS = {
@@ -46,6 +53,7 @@ WRAPPER_SAVE = "LightningModule.to_torchscript"
 _CALL_NAMES = frozenset(
     {"save", "_save_for_lite_interpreter", WRAPPER, *(q.rpartition(".")[2] for q in LOADS)}
 )
+_CALLS = frozenset({SAVE, *LOADS})
 # A file holds a site only if it spells one of these calls (checked before any table).
 _CALL_WORDS = re.compile(
     r"\b(?:save|load|_save_for_lite_interpreter|_load_for_lite_interpreter|to_torchscript)\b"
@@ -122,7 +130,7 @@ def find_sites(repo: Repo, torchscript_names: Collection[str] = ()) -> list[Site
     sites: list[Site] = []
     for f in repo:
         text = f.src.text
-        if not _CALL_WORDS.search(text):
+        if f.src.no_sites or not _CALL_WORDS.search(text):
             continue
         if "jit" not in text and "_for_lite_interpreter" not in text and WRAPPER not in text:
             if ".save(" not in text or not any(n in text for n in torchscript_names):
@@ -139,6 +147,30 @@ def find_sites(repo: Repo, torchscript_names: Collection[str] = ()) -> list[Site
     return [
         replace(s, path_shared=shared[s.path_def]) if s.path_def is not None else s for s in sites
     ]
+
+
+def may_hold_site(text: str, tree: ast.Module, table: ScopeTable) -> bool:
+    """Whether the file can hold a call `find_sites` takes for a site; False is certain.
+
+    Asked by the scan, which has the tree and a scope table at hand (see
+    values.may_capture, whose reasoning this follows). Certain without the repository: a
+    `.save(` on a name bound to a plain module (`torch.save`) saves no TorchScript module;
+    any other `.save(` may.
+    """
+    if not _CALL_WORDS.search(text):
+        return False
+    for call in calls_spelled(text, tree, table, _CALL_NAMES, _CALLS):
+        func = call.func
+        if table.qualname(func) in _CALLS:
+            return True
+        if isinstance(func, ast.Attribute):
+            if func.attr in ("_save_for_lite_interpreter", WRAPPER):
+                return True
+            if func.attr == "save":
+                receiver = table.qualname(func.value) if isinstance(func.value, ast.Name) else None
+                if receiver is None or "." in receiver:
+                    return True
+    return False
 
 
 def _site(repo: Repo, f: FileIndex, call: ast.Call) -> Site | None:

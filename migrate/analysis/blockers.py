@@ -74,7 +74,7 @@ def find_captured_classes(repo: Repo) -> dict[tuple[str, int, int], CapturedClas
     out: dict[tuple[str, int, int], CapturedClass] = {}
     cache: dict[int, CapturedClass] = {}
     for f in repo:
-        if "jit" not in f.src.text or not MAKER_WORDS.search(f.src.text):
+        if f.src.no_makers or "jit" not in f.src.text or not MAKER_WORDS.search(f.src.text):
             continue
         for call in f.calls(_CAPTURE_NAMES):
             if f.qualname(call.func) not in CAPTURES or not call.args:

@@ -31,10 +31,11 @@ from migrate.analysis._repo import (
     FileIndex,
     Repo,
     Span,
+    calls_spelled,
     self_name,
     terminal_names,
 )
-from migrate.pyscope import resolve_relative
+from migrate.pyscope import ScopeTable, resolve_relative
 
 CAPTURES = frozenset({"torch.jit.script", "torch.jit.trace", "torch.jit.trace_module"})
 TRACES = frozenset({"torch.jit.trace", "torch.jit.trace_module"})
@@ -106,7 +107,7 @@ def find_captures(repo: Repo) -> tuple[list[CaptureValue], dict[str, int], set[s
     module_names: set[str] = set()
     for f in repo:
         text = f.src.text
-        if "jit" not in text and "optimize_for_mobile" not in text or not MAKER_WORDS.search(text):
+        if f.src.no_makers or not _maker_text(text):
             continue
         for call in f.calls(_MAKER_NAMES):
             api = f.qualname(call.func)
@@ -134,6 +135,27 @@ def find_captures(repo: Repo) -> tuple[list[CaptureValue], dict[str, int], set[s
         capture.uses.sort(key=lambda u: (u.span.display, u.span.line, u.span.column))
     captures.sort(key=lambda c: c.call)
     return captures, traces, module_names
+
+
+def _maker_text(text: str) -> bool:
+    return ("jit" in text or "optimize_for_mobile" in text) and bool(MAKER_WORDS.search(text))
+
+
+def may_capture(text: str, tree: ast.Module, table: ScopeTable) -> bool:
+    """Whether the file can hold a call `find_captures` takes for a maker; False is certain.
+
+    Asked by the scan, which has the tree and a scope table at hand (the capture search would
+    parse the file again, and most files that pass its text gate call no maker). The scan's
+    table may know repository re-exports; they only turn other names into torch ones, so
+    every call that resolves to a maker without them still does; and `calls_spelled`
+    yields every call `FileIndex.calls` would that can resolve to a maker.
+    """
+    if not _maker_text(text):
+        return False
+    return any(
+        table.qualname(call.func) in TORCHSCRIPT_MAKERS
+        for call in calls_spelled(text, tree, table, _MAKER_NAMES, TORCHSCRIPT_MAKERS)
+    )
 
 
 def _bind(
