@@ -101,87 +101,100 @@ class ScopeTable:
 
     def _collect_node(self, node: ast.AST, scope: Scope) -> None:
         self.scope_of_node[id(node)] = scope
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.asname:
-                    scope.imports[alias.asname] = alias.name
-                    self._note_import(alias.name)
-                else:
-                    top = alias.name.split(".")[0]
-                    scope.imports.setdefault(top, top)
-                    self._note_import(alias.name)
+        special = _SPECIAL.get(type(node))
+        if special is not None:
+            special(self, node, scope)
             return
-        if isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                base = resolve_relative(self.module, self.is_package, node.level, node.module)
-            for alias in node.names:
-                if alias.name == "*":
-                    continue
-                qual = f"{base}.{alias.name}" if base else alias.name
-                scope.imports[alias.asname or alias.name] = qual
-                self._note_import(qual)
-            return
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            self._bind_local(scope, node.name)
-            scope.defs[node.name] = node
-            # Decorators, defaults and bases are evaluated in the enclosing scope.
-            for dec in node.decorator_list:
-                self._collect_node(dec, scope)
-            if isinstance(node, ast.ClassDef):
-                for base in (*node.bases, *node.keywords):
-                    self._collect_node(base, scope)
+        # Most nodes bind nothing: one dictionary miss, then the children.
+        for child in children(node):
+            self._collect_node(child, scope)
+
+    # ---- the nodes that bind or open a scope (dispatched by type, see _SPECIAL) ----------
+    def _on_import(self, node: ast.Import, scope: Scope) -> None:
+        for alias in node.names:
+            if alias.asname:
+                scope.imports[alias.asname] = alias.name
             else:
-                for default in (*node.args.defaults, *node.args.kw_defaults):
-                    if default is not None:
-                        self._collect_node(default, scope)
-                for arg in self._all_args(node.args):
-                    if arg.annotation is not None:
-                        self._collect_node(arg.annotation, scope)
-                if node.returns is not None:
-                    self._collect_node(node.returns, scope)
-            if self.module_only:
-                return
-            inner = self._new_scope(node, scope)
-            if not isinstance(node, ast.ClassDef):
-                for arg in self._all_args(node.args):
-                    self._bind_local(inner, arg.arg)
-            for stmt in node.body:
-                self._collect_node(stmt, inner)
+                top = alias.name.split(".")[0]
+                scope.imports.setdefault(top, top)
+            self._note_import(alias.name)
+
+    def _on_import_from(self, node: ast.ImportFrom, scope: Scope) -> None:
+        base = node.module or ""
+        if node.level:
+            base = resolve_relative(self.module, self.is_package, node.level, node.module)
+        for alias in node.names:
+            if alias.name == "*":
+                continue
+            qual = f"{base}.{alias.name}" if base else alias.name
+            scope.imports[alias.asname or alias.name] = qual
+            self._note_import(qual)
+
+    def _on_def(
+        self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, scope: Scope
+    ) -> None:
+        self._bind_local(scope, node.name)
+        scope.defs[node.name] = node
+        # Decorators, defaults and bases are evaluated in the enclosing scope.
+        for dec in node.decorator_list:
+            self._collect_node(dec, scope)
+        if isinstance(node, ast.ClassDef):
+            for base in (*node.bases, *node.keywords):
+                self._collect_node(base, scope)
+        else:
+            for default in (*node.args.defaults, *node.args.kw_defaults):
+                if default is not None:
+                    self._collect_node(default, scope)
+            for arg in self._all_args(node.args):
+                if arg.annotation is not None:
+                    self._collect_node(arg.annotation, scope)
+            if node.returns is not None:
+                self._collect_node(node.returns, scope)
+        if self.module_only:
             return
-        if isinstance(node, ast.Lambda):
-            if self.module_only:
-                return
-            inner = self._new_scope(node, scope)
+        inner = self._new_scope(node, scope)
+        if not isinstance(node, ast.ClassDef):
             for arg in self._all_args(node.args):
                 self._bind_local(inner, arg.arg)
-            self._collect_node(node.body, inner)
+        for stmt in node.body:
+            self._collect_node(stmt, inner)
+
+    def _on_lambda(self, node: ast.Lambda, scope: Scope) -> None:
+        if self.module_only:
             return
-        if isinstance(node, (ast.Global, ast.Nonlocal)):
-            scope.globals_.update(node.names)
-            return
-        if isinstance(node, ast.Assign):
-            for target in node.targets:
-                if (
-                    scope.kind == "module"
-                    and isinstance(target, ast.Name)
-                    and isinstance(node.value, (ast.Name, ast.Attribute))
-                ):
-                    scope.aliases[target.id] = node.value
-                else:
-                    self._bind_target(scope, target)
-        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
-            self._bind_target(scope, node.target)
-        elif isinstance(node, (ast.For, ast.AsyncFor)):
-            self._bind_target(scope, node.target)
-        elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+        inner = self._new_scope(node, scope)
+        for arg in self._all_args(node.args):
+            self._bind_local(inner, arg.arg)
+        self._collect_node(node.body, inner)
+
+    def _on_global(self, node: ast.Global | ast.Nonlocal, scope: Scope) -> None:
+        scope.globals_.update(node.names)
+
+    def _on_assign(self, node: ast.Assign, scope: Scope) -> None:
+        for target in node.targets:
+            if (
+                scope.kind == "module"
+                and isinstance(target, ast.Name)
+                and isinstance(node.value, (ast.Name, ast.Attribute))
+            ):
+                scope.aliases[target.id] = node.value
+            else:
+                self._bind_target(scope, target)
+        self._collect(node, scope)
+
+    def _on_target(self, node: ast.AST, scope: Scope) -> None:
+        # AnnAssign, AugAssign, For, AsyncFor, NamedExpr, comprehension: `.target` binds.
+        self._bind_target(scope, node.target)  # type: ignore[attr-defined]
+        self._collect(node, scope)
+
+    def _on_withitem(self, node: ast.withitem, scope: Scope) -> None:
+        if node.optional_vars is not None:
             self._bind_target(scope, node.optional_vars)
-        elif isinstance(node, ast.ExceptHandler) and node.name:
+        self._collect(node, scope)
+
+    def _on_except(self, node: ast.ExceptHandler, scope: Scope) -> None:
+        if node.name:
             self._bind_local(scope, node.name)
-        elif isinstance(node, ast.NamedExpr):
-            self._bind_target(scope, node.target)
-        elif isinstance(node, ast.comprehension):
-            self._bind_target(scope, node.target)
         self._collect(node, scope)
 
     @staticmethod
@@ -276,6 +289,27 @@ class ScopeTable:
             if qual and (qual.startswith("torch") or qual.split(".")[0] in _repo_roots(self)):
                 out[f"{self.module}.{name}" if self.module else name] = qual
         return out
+
+
+_SPECIAL = {
+    ast.Import: ScopeTable._on_import,
+    ast.ImportFrom: ScopeTable._on_import_from,
+    ast.FunctionDef: ScopeTable._on_def,
+    ast.AsyncFunctionDef: ScopeTable._on_def,
+    ast.ClassDef: ScopeTable._on_def,
+    ast.Lambda: ScopeTable._on_lambda,
+    ast.Global: ScopeTable._on_global,
+    ast.Nonlocal: ScopeTable._on_global,
+    ast.Assign: ScopeTable._on_assign,
+    ast.AnnAssign: ScopeTable._on_target,
+    ast.AugAssign: ScopeTable._on_target,
+    ast.For: ScopeTable._on_target,
+    ast.AsyncFor: ScopeTable._on_target,
+    ast.NamedExpr: ScopeTable._on_target,
+    ast.comprehension: ScopeTable._on_target,
+    ast.withitem: ScopeTable._on_withitem,
+    ast.ExceptHandler: ScopeTable._on_except,
+}
 
 
 def _repo_roots(table: ScopeTable) -> set[str]:
