@@ -144,8 +144,13 @@ class CheckSet:
         self._enabled: dict[str, PythonCheck] = {c.code: c for c in self.python}
         self._cache: dict[str, PythonCheck | None] = {}
         words = list(TORCHSCRIPT_WORDS)
+        self._prefilter_pairs: list[tuple[re.Pattern[str], re.Pattern[str]]] = []
         for check in self.python:
-            words.extend(check.prefilter)
+            if check.prefilter and check.prefilter_also:
+                both = (re.compile("|".join(check.prefilter)), re.compile(check.prefilter_also))
+                self._prefilter_pairs.append(both)
+            else:
+                words.extend(check.prefilter)
         self.python_prefilter = re.compile("|".join(words))
         remember = [c.remember for c in self.python if c.remember]
         self.remember = re.compile("|".join(remember)) if remember else None
@@ -153,6 +158,12 @@ class CheckSet:
         for check in self.python:
             for node_type in check.node_types:
                 self.node_hooks.setdefault(node_type, []).append(check)
+
+    def wants_parse(self, text: str) -> bool:
+        """Whether a Python file's text holds a word some enabled check needs."""
+        if self.python_prefilter.search(text):
+            return True
+        return any(a.search(text) and b.search(text) for a, b in self._prefilter_pairs)
 
     def for_symbol(self, qualname: str) -> PythonCheck | None:
         if qualname in self._cache:
@@ -641,7 +652,7 @@ def analyze_loaded(
     text_checks = checks.text_checks_for(PurePosixPath(job.display))
     text_checks = [c for c in text_checks if not c.prefilter or re.search(c.prefilter, text)]
     if job.python:
-        if prefilter and not exports and not repo and not checks.python_prefilter.search(text):
+        if prefilter and not exports and not repo and not checks.wants_parse(text):
             # Not parsed; remember the words of its import lines so the re-export pass can
             # tell, without reading the file again, whether it imports a re-exporting module.
             words = {w for line in IMPORT_LINE.findall(text) for w in WORD.findall(line)}

@@ -269,6 +269,9 @@ class PythonCheck(Check):
 
     # Extra regexes for the text prefilter (beyond the TorchScript words every file needs).
     prefilter: ClassVar[Sequence[str]] = ()
+    # When set, this check's prefilter words make a file worth parsing only where this regex
+    # matches as well (a word that is common in prose, needed with a call's spelling).
+    prefilter_also: ClassVar[str] = ""
     # ast node types passed to on_node during the shared walk.
     node_types: ClassVar[tuple[type, ...]] = ()
     # Repository pass: for files the prefilter skipped, the engine keeps the first group of

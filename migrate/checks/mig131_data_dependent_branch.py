@@ -60,8 +60,13 @@ class _FileState:
 
 class DataDependentBranch(PythonCheck):
     code = "MIG131"
-    # Files exporting without any `jit` word must still report what they capture.
+    # Files exporting without any `jit` word must still report what they capture. Many more
+    # files name torch.export in an import, annotation or docstring than call it, and a call
+    # counts as a capture only when its callee ends in `export(_for_training)` (on_node): so
+    # parse only the files that also spell such a call (through spaces, a line continuation,
+    # a closing parenthesis or a comment). A `jit` capture is parsed for its own word.
     prefilter = (r"torch\.export|onnx\.export",)
+    prefilter_also = r"\bexport(?:_for_training)?(?:[\s\\)]|#[^\n]*)*\("
     node_types = (ast.Call, ast.ClassDef)
 
     def __init__(self, rule, options=None) -> None:
