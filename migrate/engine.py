@@ -47,6 +47,7 @@ from migrate.discover import (
 from migrate.findings import FileError, Finding, ScanResult
 from migrate.pyscope import ScopeTable
 from migrate.registry import Rule, all_rules, check_classes, select_codes
+from migrate.textsearch import WordSearch
 
 # Every TorchScript API spelling contains one of these; files without them are not parsed.
 TORCHSCRIPT_WORDS = (
@@ -55,7 +56,8 @@ TORCHSCRIPT_WORDS = (
     r"optimize_for_mobile",
 )
 
-IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+[.\w]+[ \t]+import|import)[ \t]+.*$", re.M)
+# Searched in "\n" + text: a literal first character lets the regex engine skip ahead.
+IMPORT_LINE = re.compile(r"\n[ \t]*(?:from[ \t]+[.\w]+[ \t]+import|import)[ \t]+[^\n]*")
 WORD = re.compile(r"\w+")
 
 PARALLEL_THRESHOLD = 48  # below this many parsed files a process pool costs more than it saves
@@ -144,16 +146,20 @@ class CheckSet:
         self._enabled: dict[str, PythonCheck] = {c.code: c for c in self.python}
         self._cache: dict[str, PythonCheck | None] = {}
         words = list(TORCHSCRIPT_WORDS)
-        self._prefilter_pairs: list[tuple[re.Pattern[str], re.Pattern[str]]] = []
+        self._prefilter_pairs: list[tuple[WordSearch, re.Pattern[str]]] = []
         for check in self.python:
             if check.prefilter and check.prefilter_also:
-                both = (re.compile("|".join(check.prefilter)), re.compile(check.prefilter_also))
+                both = (WordSearch(check.prefilter), re.compile(check.prefilter_also))
                 self._prefilter_pairs.append(both)
             else:
                 words.extend(check.prefilter)
-        self.python_prefilter = re.compile("|".join(words))
-        remember = [c.remember for c in self.python if c.remember]
-        self.remember = re.compile("|".join(remember)) if remember else None
+        self.python_prefilter = WordSearch(words)
+        # Each `remember` holds at a line's start: one search for "\n" + the alternatives over
+        # "\n" + text (a literal first character is what lets the engine skip ahead fast;
+        # `^` in multiline mode tried every position).
+        remember = [f"(?:{c.remember})" for c in self.python if c.remember]
+        self.remember = re.compile("\n(?:" + "|".join(remember) + ")") if remember else None
+        self._text_prefilters = {id(c): WordSearch([c.prefilter]) for c in self.text if c.prefilter}
         self.node_hooks: dict[type, list[PythonCheck]] = {}
         for check in self.python:
             for node_type in check.node_types:
@@ -163,7 +169,7 @@ class CheckSet:
         """Whether a Python file's text holds a word some enabled check needs."""
         if self.python_prefilter.search(text):
             return True
-        return any(a.search(text) and b.search(text) for a, b in self._prefilter_pairs)
+        return any(a.search(text) and b.search(text) is not None for a, b in self._prefilter_pairs)
 
     def for_symbol(self, qualname: str) -> PythonCheck | None:
         if qualname in self._cache:
@@ -186,6 +192,14 @@ class CheckSet:
 
     def text_checks_for(self, path: PurePosixPath) -> list[TextCheck]:
         return [c for c in self.text if c.applies_to(path)]
+
+    def text_checks_wanted(self, path: PurePosixPath, text: str) -> list[TextCheck]:
+        """The text checks for this path whose prefilter the text passes."""
+        return [
+            c
+            for c in self.text_checks_for(path)
+            if not c.prefilter or self._text_prefilters[id(c)].search(text)
+        ]
 
 
 # --------------------------------------------------------------------------- the walk
@@ -649,16 +663,16 @@ def analyze_loaded(
         result = analyze_python(job.display, text, checks, *args, repo_facts=repo.facts)
         _suppress(result, text, _WORKER_STATE["pfi"])  # type: ignore[arg-type]
         return result
-    text_checks = checks.text_checks_for(PurePosixPath(job.display))
-    text_checks = [c for c in text_checks if not c.prefilter or re.search(c.prefilter, text)]
+    text_checks = checks.text_checks_wanted(PurePosixPath(job.display), text)
     if job.python:
         if prefilter and not exports and not repo and not checks.wants_parse(text):
             # Not parsed; remember the words of its import lines so the re-export pass can
             # tell, without reading the file again, whether it imports a re-exporting module.
-            words = {w for line in IMPORT_LINE.findall(text) for w in WORD.findall(line)}
+            words = {w for line in IMPORT_LINE.findall("\n" + text) for w in WORD.findall(line)}
             result = FileResult(job.display, import_words=words)
             if checks.remember:
-                result.remembered = {w for m in checks.remember.findall(text) for w in _groups(m)}
+                found = checks.remember.findall("\n" + text)
+                result.remembered = {w for m in found for w in _groups(m)}
         else:
             facts = repo.facts if repo else None
             args = (job.module, job.is_package, exports, job.script_dir)

@@ -276,6 +276,7 @@ class PythonCheck(Check):
     node_types: ClassVar[tuple[type, ...]] = ()
     # Repository pass: for files the prefilter skipped, the engine keeps the first group of
     # each match of this regex, so that `rerun` can select them without reading them again.
+    # It is matched at the start of a line only (the engine anchors it: no `^` here).
     remember: ClassVar[str] = ""
 
     def rerun(

@@ -43,7 +43,7 @@ class JitScriptToExport(PythonCheck):
     # Repository pass: names a file scripts but imports from another module of the
     # repository are functions or classes when that module defines them at top level. Files
     # the prefilter skipped tell their top-level def and class names through `remember`.
-    remember = r"(?m:^(?:async[ \t]+def|def|class)[ \t]+(\w+))"
+    remember = r"(?:async[ \t]+def|def|class)[ \t]+(\w+)"
 
     def rerun(
         self,

@@ -75,7 +75,7 @@ class DataDependentBranch(PythonCheck):
 
     # ---- the repository pass ------------------------------------------------------------
     # Model files rarely say `jit`: the prefilter skips them, so remember their class names.
-    remember = r"(?m:^[ \t]*class[ \t]+(\w+))"
+    remember = r"[ \t]*class[ \t]+(\w+)"
 
     def rerun(
         self,

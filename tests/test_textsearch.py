@@ -1,0 +1,71 @@
+"""migrate.textsearch.WordSearch answers exactly what the regular expression would."""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from migrate.engine import TORCHSCRIPT_WORDS, CheckSet
+from migrate.registry import all_rules
+from migrate.textsearch import WordSearch
+
+CHECKS = CheckSet(sorted(all_rules()), {"cuda": "13.0"})
+# Every prefilter the checks declare, and shapes that must not be taken for plain words.
+PATTERNS = sorted(
+    {
+        *TORCHSCRIPT_WORDS,
+        *(p for c in CHECKS.python for p in c.prefilter),
+        *(c.prefilter for c in CHECKS.text if c.prefilter),
+        r"a\|b",
+        r"\bjit\b",
+        r"x\d",
+        "cu1[23]",
+        "ab|",
+        r"12\.8",
+        "torch.export",
+    }
+)
+FRAGMENTS = [
+    "jit",
+    "ji",
+    "t",
+    "cu128",
+    "cu12",
+    "12.8",
+    "12x8",
+    "12-8",
+    "a|b",
+    "ab",
+    "x1",
+    "x",
+    "sm_6",
+    "CUDA_ARCH",
+    "torch.export",
+    "torchXexport",
+    "onnx",
+    " ",
+    "\n",
+    "_",
+    "é",
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.sampled_from(PATTERNS), min_size=1, max_size=5),
+    st.lists(st.sampled_from(FRAGMENTS), max_size=12),
+)
+def test_word_search_agrees_with_the_regex(patterns, fragments):
+    text = "".join(fragments)
+    expected = re.search("|".join(f"(?:{p})" for p in patterns), text) is not None
+    assert WordSearch(patterns).search(text) is expected
+
+
+def test_plain_words_are_searched_as_strings():
+    search = WordSearch([r"torch\.export|onnx\.export", "jit", r"\bscript\b"])
+    assert search.words == ("torch.export", "onnx.export", "jit")
+    assert search.regex is not None and search.regex.pattern == r"(?:\bscript\b)"
+    assert not search.search("torchXexport scripts")
+    assert search.search("a script here")
