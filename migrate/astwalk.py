@@ -100,11 +100,16 @@ def lines_matching(text: str, pattern: re.Pattern[str]) -> list[int] | None:
         return None
     out: list[int] = []
     line, pos = 1, 0
-    for match in pattern.finditer(text):
-        line += text.count("\n", pos, match.start())
-        pos = match.start()
-        if not out or out[-1] != line:
-            out.append(line)
+    match = pattern.search(text)
+    while match is not None:
+        start = match.start()
+        line += text.count("\n", pos, start)
+        pos = start
+        out.append(line)
+        end = text.find("\n", start)
+        if end < 0:
+            break
+        match = pattern.search(text, end + 1)  # the rest of this line adds nothing
     return out
 
 

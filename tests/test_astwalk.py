@@ -20,6 +20,19 @@ def test_lines_matching_counts_lines_once_each():
     assert lines_matching("a\rjit\n", re.compile("jit")) is None
 
 
+def test_lines_matching_agrees_with_a_line_by_line_search():
+    word = re.compile(r"\b(?:jit|script|trace|export|load)\b")
+    compared = 0
+    for path in sorted(FIXTURES.rglob("*.py")):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if "\r" in text:
+            continue
+        naive = [i + 1 for i, line in enumerate(text.split("\n")) if word.search(line)]
+        assert lines_matching(text, word) == naive, path
+        compared += bool(naive)
+    assert compared > 100
+
+
 def test_children_are_iter_child_nodes_without_singletons():
     tree = ast.parse("x = a + b if not c else d[e:f]\n@dec\nclass K(B, m=1): y: int = 2\n")
     for node in ast.walk(tree):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 
+from migrate.astwalk import children
 from migrate.checks.base import PythonContext
 from migrate.pyscope import Scope
 
@@ -100,9 +101,13 @@ def _cache(ctx: PythonContext, key: str) -> dict:
 def parent(ctx: PythonContext, node: ast.AST) -> ast.AST | None:
     parents = _cache(ctx, "parents")
     if not parents:
-        for holder in ast.walk(ctx.tree):
-            for child in ast.iter_child_nodes(holder):
+        # Every node but the shared operator/context singletons, whose parent means nothing.
+        stack: list[ast.AST] = [ctx.tree]
+        while stack:
+            holder = stack.pop()
+            for child in children(holder):
                 parents[id(child)] = holder
+                stack.append(child)
     return parents.get(id(node))
 
 
