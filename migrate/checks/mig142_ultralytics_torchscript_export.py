@@ -31,25 +31,35 @@ class UltralyticsTorchscriptExport(wr.FrameworkMethodCheck):
     node_types = (ast.Call,)
 
     def on_node(self, node: ast.AST, ctx: PythonContext) -> None:
+        # Every call of a parsed file comes here: the cheap shape tests go first, and whether
+        # the call sits in a `help=`-style keyword (a walk up its parents) only when one holds.
         assert isinstance(node, ast.Call)
-        if wr.in_keyword(ctx, DOC_KEYWORDS):
-            return
         func = node.func
         if isinstance(func, ast.Attribute) and func.attr in wr.method_names(self.rule):
             fmt = wr.keyword(node, "format")
             if fmt is not None and _names_torchscript(fmt.value):
+                if wr.in_keyword(ctx, DOC_KEYWORDS):
+                    return
                 fmt_text = ctx.source(fmt.value)
                 if self.uses_framework(ctx) is not None:
                     self._report(ctx, node, f"`{ctx.source(func)}(format={fmt_text})`", ROUTE)
                 return
         if isinstance(func, ast.Attribute) and func.attr == "run" and _is_export_module(ctx, func):
             include = wr.keyword(node, "include")
-            if include is not None and _names_torchscript(include.value):
+            if (
+                include is not None
+                and _names_torchscript(include.value)
+                and not wr.in_keyword(ctx, DOC_KEYWORDS)
+            ):
                 self._report(
                     ctx, node, 'YOLOv5 `export.run(include=["torchscript"])`', '`include=["onnx"]`'
                 )
             return
-        if ctx.qualname(func) in RUNNERS and any(_is_command(arg) for arg in node.args):
+        if (
+            any(_is_command(arg) for arg in node.args)
+            and ctx.qualname(func) in RUNNERS
+            and not wr.in_keyword(ctx, DOC_KEYWORDS)
+        ):
             self._report(ctx, node, "`export.py --include torchscript`", "`--include onnx`")
 
     def _report(self, ctx: PythonContext, node: ast.Call, what: str, route: str) -> None:
