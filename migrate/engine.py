@@ -25,16 +25,14 @@ from pathlib import Path, PurePosixPath
 
 from migrate.analysis.artifacts import may_hold_site
 from migrate.analysis.values import may_capture
-from migrate.astwalk import children
 from migrate.cache import ResultCache, default_cache_folder, digest
 from migrate.checks.base import (
     FileContext,
-    PythonCheck,
     PythonContext,
-    Reference,
     TextCheck,
     is_suppressed,
 )
+from migrate.checkset import TORCHSCRIPT_WORDS, CheckSet  # noqa: F401 (also imported from here)
 from migrate.discover import (
     SourceFile,
     decode_source,
@@ -46,15 +44,8 @@ from migrate.discover import (
 )
 from migrate.findings import FileError, Finding, ScanResult
 from migrate.pyscope import ScopeTable
-from migrate.registry import Rule, all_rules, check_classes, select_codes
-from migrate.textsearch import WordSearch
-
-# Every TorchScript API spelling contains one of these; files without them are not parsed.
-TORCHSCRIPT_WORDS = (
-    r"jit",
-    r"_lite_interpreter",
-    r"optimize_for_mobile",
-)
+from migrate.registry import Rule, all_rules, select_codes
+from migrate.walker import Walker
 
 # Searched in "\n" + text: a literal first character lets the regex engine skip ahead.
 IMPORT_LINE = re.compile(r"\n[ \t]*(?:from[ \t]+[.\w]+[ \t]+import|import)[ \t]+[^\n]*")
@@ -105,272 +96,6 @@ class RepoPass:
     facts: dict[str, frozenset[str]]
 
 
-# --------------------------------------------------------------------------- check sets
-
-
-class CheckSet:
-    """The enabled checks, split by target, with the symbol index for the shared walk."""
-
-    def __init__(self, codes: Iterable[str], options: dict | None = None) -> None:
-        rules = all_rules()
-        classes = check_classes()
-        self.python: list[PythonCheck] = []
-        self.text: list[TextCheck] = []
-        for code in codes:
-            cls = classes.get(code)
-            if cls is None:
-                continue
-            check = cls(rules[code], options)
-            (self.python if isinstance(check, PythonCheck) else self.text).append(check)
-        # The symbol index covers every Python rule, enabled or not: a symbol whose own rule
-        # is ignored must not fall through to a catch-all pattern (MIG120 torch.jit.*).
-        self._exact: dict[str, str] = {}
-        self._patterns: list[tuple[str, str]] = []
-        # Top packages the walk resolves: torch, and frameworks whose rules list symbols
-        # (detectron2, timm: issue 19); their APIs are followed through repo re-exports.
-        self.roots = {"torch"}
-        self.framework_apis: set[str] = set()
-        for rule in rules.values():
-            if rule.target != "python":
-                continue
-            self.roots.update(s.split(".")[0] for s in rule.symbols)
-            apis = [*rule.symbols, *rule.extra.get("calls", ())]
-            self.framework_apis.update(s for s in apis if not s.startswith("torch"))
-            for symbol in rule.symbols:
-                if "*" in symbol:
-                    self._patterns.append((symbol, rule.code))
-                else:
-                    self._exact[symbol] = rule.code
-        # The most specific pattern (longest literal prefix) wins.
-        self._patterns.sort(key=lambda p: -len(p[0].split("*")[0]))
-        self._enabled: dict[str, PythonCheck] = {c.code: c for c in self.python}
-        self._cache: dict[str, PythonCheck | None] = {}
-        words = list(TORCHSCRIPT_WORDS)
-        self._prefilter_pairs: list[tuple[WordSearch, re.Pattern[str]]] = []
-        for check in self.python:
-            if check.prefilter and check.prefilter_also:
-                both = (WordSearch(check.prefilter), re.compile(check.prefilter_also))
-                self._prefilter_pairs.append(both)
-            else:
-                words.extend(check.prefilter)
-        self.python_prefilter = WordSearch(words)
-        # Each `remember` holds at a line's start: one search for "\n" + the alternatives over
-        # "\n" + text (a literal first character is what lets the engine skip ahead fast;
-        # `^` in multiline mode tried every position).
-        remember = [f"(?:{c.remember})" for c in self.python if c.remember]
-        self.remember = re.compile("\n(?:" + "|".join(remember) + ")") if remember else None
-        self._text_prefilters = {id(c): WordSearch([c.prefilter]) for c in self.text if c.prefilter}
-        self.node_hooks: dict[type, list[PythonCheck]] = {}
-        for check in self.python:
-            for node_type in check.node_types:
-                self.node_hooks.setdefault(node_type, []).append(check)
-
-    def wants_parse(self, text: str) -> bool:
-        """Whether a Python file's text holds a word some enabled check needs."""
-        if self.python_prefilter.search(text):
-            return True
-        return any(a.search(text) and b.search(text) is not None for a, b in self._prefilter_pairs)
-
-    def for_symbol(self, qualname: str) -> PythonCheck | None:
-        if qualname in self._cache:
-            return self._cache[qualname]
-        code: str | None = None
-        parts = qualname.split(".")
-        for cut in range(len(parts), 2, -1):
-            code = self._exact.get(".".join(parts[:cut]))
-            if code:
-                break
-        # Dunders (torch.jit.__name__) are module metadata, not private TorchScript API.
-        if code is None and not parts[-1].startswith("__"):
-            for pattern, pattern_code in self._patterns:
-                if fnmatch.fnmatchcase(qualname, pattern):
-                    code = pattern_code
-                    break
-        found = self._enabled.get(code) if code else None
-        self._cache[qualname] = found
-        return found
-
-    def text_checks_for(self, path: PurePosixPath) -> list[TextCheck]:
-        return [c for c in self.text if c.applies_to(path)]
-
-    def text_checks_wanted(self, path: PurePosixPath, text: str) -> list[TextCheck]:
-        """The text checks for this path whose prefilter the text passes."""
-        return [
-            c
-            for c in self.text_checks_for(path)
-            if not c.prefilter or self._text_prefilters[id(c)].search(text)
-        ]
-
-
-# --------------------------------------------------------------------------- the walk
-
-
-class _Walker:
-    """One pass over a module: finds catalogued references and feeds node hooks."""
-
-    def __init__(self, ctx: PythonContext, checks: CheckSet) -> None:
-        self.ctx = ctx
-        self.checks = checks
-        self.table = ctx.table
-        self.hooks = checks.node_hooks
-        self.parents = ctx.parents
-        # Per node type: the visit_* method, looked up once (not by name for every node).
-        self.methods = {
-            getattr(ast, name[6:]): getattr(self, name)
-            for name in dir(self)
-            if name.startswith("visit_") and hasattr(ast, name[6:])
-        }
-        # The torch-rooted names of each scope, resolved once: most names in a module
-        # (locals, self, builtins) resolve to nothing, and a reference starts with a name.
-        self._bound: dict[tuple[str, int], str | None] = {}
-        # Skipping a chain skips its inner nodes' hooks: only when no check hooks them.
-        self._may_skip_chains = not (ast.Name in self.hooks or ast.Attribute in self.hooks)
-
-    def lookup(self, expr: ast.AST) -> tuple[str, PythonCheck] | None:
-        if not isinstance(expr, (ast.Name, ast.Attribute)):
-            return None
-        qual = self.table.qualname(expr)
-        if not qual or not (qual.startswith("torch") or qual.split(".")[0] in self.checks.roots):
-            return None
-        check = self.checks.for_symbol(qual)
-        return (qual, check) if check else None
-
-    def emit(self, expr: ast.expr, found: tuple[str, PythonCheck], role: str, **kw) -> None:
-        qual, check = found
-        ref = Reference(expr, qual, role, scope=self.table.scope_for(expr), **kw)
-        check.on_reference(ref, self.ctx)
-
-    def visit(self, node: ast.AST) -> None:
-        kind = type(node)
-        hooks = self.hooks.get(kind)
-        if hooks:
-            for check in hooks:
-                check.on_node(node, self.ctx)
-        method = self.methods.get(kind)
-        self.parents.append(node)
-        if method is None:
-            for child in children(node):
-                self.visit(child)
-        else:
-            method(node)
-        self.parents.pop()
-
-    def generic_visit(self, node: ast.AST, skip: Iterable[ast.AST] = ()) -> None:
-        skipped = {id(s) for s in skip}
-        for child in children(node):
-            if id(child) not in skipped:
-                self.visit(child)
-
-    def visit_Call(self, node: ast.Call) -> None:
-        found = self.lookup(node.func)
-        if found:
-            self.emit(node.func, found, "call", call=node)
-            self.generic_visit(node, skip=[node.func])
-            return
-        if (
-            isinstance(node.func, ast.Name)
-            and node.func.id == "isinstance"
-            and len(node.args) == 2
-            and self.table.binding("isinstance", self.table.scope_for(node)) is None
-        ):
-            targets = node.args[1].elts if isinstance(node.args[1], ast.Tuple) else [node.args[1]]
-            skip: list[ast.AST] = []
-            for target in targets:
-                hit = self.lookup(target)
-                if hit:
-                    self.emit(target, hit, "isinstance", owner=node)
-                    skip.append(target)
-            if skip:
-                self.visit(node.args[0])
-                for target in targets:
-                    if target not in skip:
-                        self.visit(target)
-                return
-        self.generic_visit(node)
-
-    def _visit_decorated(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> None:
-        handled: list[ast.AST] = []
-        for dec in node.decorator_list:
-            target = dec.func if isinstance(dec, ast.Call) else dec
-            found = self.lookup(target)
-            if found:
-                if isinstance(dec, ast.Call):
-                    self.emit(target, found, "decorator_call", call=dec, owner=node)
-                    for arg in (*dec.args, *dec.keywords):
-                        self.visit(arg)
-                else:
-                    self.emit(target, found, "decorator", owner=node)
-                handled.append(dec)
-        if isinstance(node, ast.ClassDef):
-            for base in node.bases:
-                found = self.lookup(base)
-                if found:
-                    self.emit(base, found, "base", owner=node)
-                    handled.append(base)
-        self.generic_visit(node, skip=handled)
-
-    visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = _visit_decorated
-
-    def visit_Subscript(self, node: ast.Subscript) -> None:
-        found = self.lookup(node.value)
-        if found:
-            self.emit(node.value, found, "subscript", owner=node)
-            self.generic_visit(node, skip=[node.value])
-            return
-        self.generic_visit(node)
-
-    def _visit_name(self, node: ast.Name | ast.Attribute) -> None:
-        if self._inert(node):
-            return
-        if isinstance(node.ctx, ast.Load):
-            found = self.lookup(node)
-            if found:
-                self.emit(node, found, "reference")
-                return
-        self.generic_visit(node)
-
-    visit_Name = visit_Attribute = _visit_name
-
-    def _inert(self, node: ast.Name | ast.Attribute) -> bool:
-        """Whether no part of a name or attribute chain can be a reference (its first name
-        is a local, a builtin or another package's), so the walk can skip the chain; a chain
-        on a call or subscript (`f().x.y`) has only that base visited."""
-        if not self._may_skip_chains:
-            return False
-        chain: list[ast.AST] = []
-        base: ast.AST = node
-        while isinstance(base, ast.Attribute):
-            chain.append(base)
-            base = base.value
-        if isinstance(base, ast.Name):
-            return not self._could_resolve(base)
-        if not chain:
-            return False
-        # The parents a full walk would have stacked (`node` itself is already there).
-        inner = chain[1:]
-        self.parents.extend(inner)
-        self.visit(base)
-        del self.parents[len(self.parents) - len(inner) :]
-        return True
-
-    def _could_resolve(self, name: ast.Name) -> bool:
-        scope = self.table.scope_for(name)
-        key = (name.id, id(scope))
-        if key not in self._bound:
-            self._bound[key] = self.table.binding(name.id, scope)
-        qual = self._bound[key]
-        if qual is None:
-            return False
-        if self.table.exports:  # a repository re-export can turn `pkg.x` into a torch name
-            return True
-        return qual.startswith("torch") or qual.split(".")[0] in self.checks.roots
-
-    def run(self) -> None:
-        self.visit(self.ctx.tree)
-        for check in self.checks.python:
-            check.on_end(self.ctx)
-
-
 # --------------------------------------------------------------------------- one file
 
 
@@ -411,7 +136,7 @@ def analyze_python(
             exported = table.module_exports()
             ctx = PythonContext(display, text, tree, table)
             ctx.repo_facts = repo_facts or {}
-            _Walker(ctx, checks).run()
+            Walker(ctx, checks).run()
         except RecursionError:
             result.error = "cannot analyse: expressions nested too deeply"
             return result

@@ -94,8 +94,9 @@ def test_a_check_hooking_attributes_sees_every_attribute() -> None:
     import ast
 
     from migrate.checks.base import PythonContext
-    from migrate.engine import CheckSet, _Walker
+    from migrate.checkset import CheckSet
     from migrate.pyscope import ScopeTable
+    from migrate.walker import Walker
 
     text = "import os\nx = os.path.sep.join\ny = local.a.b\n"
     tree = ast.parse(text)
@@ -108,5 +109,5 @@ def test_a_check_hooking_attributes_sees_every_attribute() -> None:
     checks = CheckSet(["MIG101"])
     checks.node_hooks[ast.Attribute] = [Recorder()]
     ctx = PythonContext("m.py", text, tree, ScopeTable(tree, "m", False))
-    _Walker(ctx, checks).run()
+    Walker(ctx, checks).run()
     assert heard == ["os.path.sep.join", "os.path.sep", "os.path", "local.a.b", "local.a"]

@@ -1,0 +1,114 @@
+"""The enabled checks of a run: split by target, indexed by symbol, with the prefilter that
+decides which Python files are parsed at all."""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Iterable
+from pathlib import PurePosixPath
+
+from migrate.checks.base import PythonCheck, TextCheck
+from migrate.registry import all_rules, check_classes
+from migrate.textsearch import WordSearch
+
+# Every TorchScript API spelling contains one of these; files without them are not parsed.
+TORCHSCRIPT_WORDS = (
+    r"jit",
+    r"_lite_interpreter",
+    r"optimize_for_mobile",
+)
+
+
+class CheckSet:
+    """The enabled checks, split by target, with the symbol index for the shared walk."""
+
+    def __init__(self, codes: Iterable[str], options: dict | None = None) -> None:
+        rules = all_rules()
+        classes = check_classes()
+        self.python: list[PythonCheck] = []
+        self.text: list[TextCheck] = []
+        for code in codes:
+            cls = classes.get(code)
+            if cls is None:
+                continue
+            check = cls(rules[code], options)
+            (self.python if isinstance(check, PythonCheck) else self.text).append(check)
+        # The symbol index covers every Python rule, enabled or not: a symbol whose own rule
+        # is ignored must not fall through to a catch-all pattern (MIG120 torch.jit.*).
+        self._exact: dict[str, str] = {}
+        self._patterns: list[tuple[str, str]] = []
+        # Top packages the walk resolves: torch, and frameworks whose rules list symbols
+        # (detectron2, timm: issue 19); their APIs are followed through repo re-exports.
+        self.roots = {"torch"}
+        self.framework_apis: set[str] = set()
+        for rule in rules.values():
+            if rule.target != "python":
+                continue
+            self.roots.update(s.split(".")[0] for s in rule.symbols)
+            apis = [*rule.symbols, *rule.extra.get("calls", ())]
+            self.framework_apis.update(s for s in apis if not s.startswith("torch"))
+            for symbol in rule.symbols:
+                if "*" in symbol:
+                    self._patterns.append((symbol, rule.code))
+                else:
+                    self._exact[symbol] = rule.code
+        # The most specific pattern (longest literal prefix) wins.
+        self._patterns.sort(key=lambda p: -len(p[0].split("*")[0]))
+        self._enabled: dict[str, PythonCheck] = {c.code: c for c in self.python}
+        self._cache: dict[str, PythonCheck | None] = {}
+        words = list(TORCHSCRIPT_WORDS)
+        self._prefilter_pairs: list[tuple[WordSearch, re.Pattern[str]]] = []
+        for check in self.python:
+            if check.prefilter and check.prefilter_also:
+                both = (WordSearch(check.prefilter), re.compile(check.prefilter_also))
+                self._prefilter_pairs.append(both)
+            else:
+                words.extend(check.prefilter)
+        self.python_prefilter = WordSearch(words)
+        # Each `remember` holds at a line's start: one search for "\n" + the alternatives over
+        # "\n" + text (a literal first character is what lets the engine skip ahead fast;
+        # `^` in multiline mode tried every position).
+        remember = [f"(?:{c.remember})" for c in self.python if c.remember]
+        self.remember = re.compile("\n(?:" + "|".join(remember) + ")") if remember else None
+        self._text_prefilters = {id(c): WordSearch([c.prefilter]) for c in self.text if c.prefilter}
+        self.node_hooks: dict[type, list[PythonCheck]] = {}
+        for check in self.python:
+            for node_type in check.node_types:
+                self.node_hooks.setdefault(node_type, []).append(check)
+
+    def wants_parse(self, text: str) -> bool:
+        """Whether a Python file's text holds a word some enabled check needs."""
+        if self.python_prefilter.search(text):
+            return True
+        return any(a.search(text) and b.search(text) is not None for a, b in self._prefilter_pairs)
+
+    def for_symbol(self, qualname: str) -> PythonCheck | None:
+        if qualname in self._cache:
+            return self._cache[qualname]
+        code: str | None = None
+        parts = qualname.split(".")
+        for cut in range(len(parts), 2, -1):
+            code = self._exact.get(".".join(parts[:cut]))
+            if code:
+                break
+        # Dunders (torch.jit.__name__) are module metadata, not private TorchScript API.
+        if code is None and not parts[-1].startswith("__"):
+            for pattern, pattern_code in self._patterns:
+                if fnmatch.fnmatchcase(qualname, pattern):
+                    code = pattern_code
+                    break
+        found = self._enabled.get(code) if code else None
+        self._cache[qualname] = found
+        return found
+
+    def text_checks_for(self, path: PurePosixPath) -> list[TextCheck]:
+        return [c for c in self.text if c.applies_to(path)]
+
+    def text_checks_wanted(self, path: PurePosixPath, text: str) -> list[TextCheck]:
+        """The text checks for this path whose prefilter the text passes."""
+        return [
+            c
+            for c in self.text_checks_for(path)
+            if not c.prefilter or self._text_prefilters[id(c)].search(text)
+        ]

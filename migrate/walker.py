@@ -1,0 +1,177 @@
+"""The shared walk over one parsed module: finds the catalogued references (names and
+attribute chains that resolve to a rule's symbol) and feeds the checks' node hooks."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable
+
+from migrate.astwalk import children
+from migrate.checks.base import PythonCheck, PythonContext, Reference
+from migrate.checkset import CheckSet
+
+
+class Walker:
+    """One pass over a module: finds catalogued references and feeds node hooks."""
+
+    def __init__(self, ctx: PythonContext, checks: CheckSet) -> None:
+        self.ctx = ctx
+        self.checks = checks
+        self.table = ctx.table
+        self.hooks = checks.node_hooks
+        self.parents = ctx.parents
+        # Per node type: the visit_* method, looked up once (not by name for every node).
+        self.methods = {
+            getattr(ast, name[6:]): getattr(self, name)
+            for name in dir(self)
+            if name.startswith("visit_") and hasattr(ast, name[6:])
+        }
+        # The torch-rooted names of each scope, resolved once: most names in a module
+        # (locals, self, builtins) resolve to nothing, and a reference starts with a name.
+        self._bound: dict[tuple[str, int], str | None] = {}
+        # Skipping a chain skips its inner nodes' hooks: only when no check hooks them.
+        self._may_skip_chains = not (ast.Name in self.hooks or ast.Attribute in self.hooks)
+
+    def lookup(self, expr: ast.AST) -> tuple[str, PythonCheck] | None:
+        if not isinstance(expr, (ast.Name, ast.Attribute)):
+            return None
+        qual = self.table.qualname(expr)
+        if not qual or not (qual.startswith("torch") or qual.split(".")[0] in self.checks.roots):
+            return None
+        check = self.checks.for_symbol(qual)
+        return (qual, check) if check else None
+
+    def emit(self, expr: ast.expr, found: tuple[str, PythonCheck], role: str, **kw) -> None:
+        qual, check = found
+        ref = Reference(expr, qual, role, scope=self.table.scope_for(expr), **kw)
+        check.on_reference(ref, self.ctx)
+
+    def visit(self, node: ast.AST) -> None:
+        kind = type(node)
+        hooks = self.hooks.get(kind)
+        if hooks:
+            for check in hooks:
+                check.on_node(node, self.ctx)
+        method = self.methods.get(kind)
+        self.parents.append(node)
+        if method is None:
+            for child in children(node):
+                self.visit(child)
+        else:
+            method(node)
+        self.parents.pop()
+
+    def generic_visit(self, node: ast.AST, skip: Iterable[ast.AST] = ()) -> None:
+        skipped = {id(s) for s in skip}
+        for child in children(node):
+            if id(child) not in skipped:
+                self.visit(child)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        found = self.lookup(node.func)
+        if found:
+            self.emit(node.func, found, "call", call=node)
+            self.generic_visit(node, skip=[node.func])
+            return
+        if (
+            isinstance(node.func, ast.Name)
+            and node.func.id == "isinstance"
+            and len(node.args) == 2
+            and self.table.binding("isinstance", self.table.scope_for(node)) is None
+        ):
+            targets = node.args[1].elts if isinstance(node.args[1], ast.Tuple) else [node.args[1]]
+            skip: list[ast.AST] = []
+            for target in targets:
+                hit = self.lookup(target)
+                if hit:
+                    self.emit(target, hit, "isinstance", owner=node)
+                    skip.append(target)
+            if skip:
+                self.visit(node.args[0])
+                for target in targets:
+                    if target not in skip:
+                        self.visit(target)
+                return
+        self.generic_visit(node)
+
+    def _visit_decorated(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> None:
+        handled: list[ast.AST] = []
+        for dec in node.decorator_list:
+            target = dec.func if isinstance(dec, ast.Call) else dec
+            found = self.lookup(target)
+            if found:
+                if isinstance(dec, ast.Call):
+                    self.emit(target, found, "decorator_call", call=dec, owner=node)
+                    for arg in (*dec.args, *dec.keywords):
+                        self.visit(arg)
+                else:
+                    self.emit(target, found, "decorator", owner=node)
+                handled.append(dec)
+        if isinstance(node, ast.ClassDef):
+            for base in node.bases:
+                found = self.lookup(base)
+                if found:
+                    self.emit(base, found, "base", owner=node)
+                    handled.append(base)
+        self.generic_visit(node, skip=handled)
+
+    visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = _visit_decorated
+
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        found = self.lookup(node.value)
+        if found:
+            self.emit(node.value, found, "subscript", owner=node)
+            self.generic_visit(node, skip=[node.value])
+            return
+        self.generic_visit(node)
+
+    def _visit_name(self, node: ast.Name | ast.Attribute) -> None:
+        if self._inert(node):
+            return
+        if isinstance(node.ctx, ast.Load):
+            found = self.lookup(node)
+            if found:
+                self.emit(node, found, "reference")
+                return
+        self.generic_visit(node)
+
+    visit_Name = visit_Attribute = _visit_name
+
+    def _inert(self, node: ast.Name | ast.Attribute) -> bool:
+        """Whether no part of a name or attribute chain can be a reference (its first name
+        is a local, a builtin or another package's), so the walk can skip the chain; a chain
+        on a call or subscript (`f().x.y`) has only that base visited."""
+        if not self._may_skip_chains:
+            return False
+        chain: list[ast.AST] = []
+        base: ast.AST = node
+        while isinstance(base, ast.Attribute):
+            chain.append(base)
+            base = base.value
+        if isinstance(base, ast.Name):
+            return not self._could_resolve(base)
+        if not chain:
+            return False
+        # The parents a full walk would have stacked (`node` itself is already there).
+        inner = chain[1:]
+        self.parents.extend(inner)
+        self.visit(base)
+        del self.parents[len(self.parents) - len(inner) :]
+        return True
+
+    def _could_resolve(self, name: ast.Name) -> bool:
+        scope = self.table.scope_for(name)
+        key = (name.id, id(scope))
+        if key not in self._bound:
+            self._bound[key] = self.table.binding(name.id, scope)
+        qual = self._bound[key]
+        if qual is None:
+            return False
+        if self.table.exports:  # a repository re-export can turn `pkg.x` into a torch name
+            return True
+        return qual.startswith("torch") or qual.split(".")[0] in self.checks.roots
+
+    def run(self) -> None:
+        self.visit(self.ctx.tree)
+        for check in self.checks.python:
+            check.on_end(self.ctx)
