@@ -142,8 +142,10 @@ def fix_units(
     singles: list[_Unit] = []
     groups: dict[tuple[str, str], list[Finding]] = {}
     held: list[Held] = []
-    present: set[tuple[str, str]] = set()
+    present: set[tuple[str, str]] = set()  # findings with a fix to write
+    reported: set[tuple[str, str]] = set()  # every finding, its fix held back or not
     for f in findings:
+        reported.add((f.path, f.key))
         if f.autofix is None:
             continue
         present.add((f.path, f.key))
@@ -154,7 +156,7 @@ def fix_units(
         else:
             held.append(Held(f, _not_allowed(f)))
     for members in groups.values():
-        reason = _group_problem(members, present, allowed)
+        reason = _group_problem(members, present, reported, allowed)
         if reason is not None:
             held.extend(Held(m, reason) for m in members)
             continue
@@ -171,15 +173,21 @@ def _not_allowed(f: Finding) -> str:
 
 
 def _group_problem(
-    members: list[Finding], present: set[tuple[str, str]], allowed: Collection[Applicability]
+    members: list[Finding],
+    present: set[tuple[str, str]],
+    reported: set[tuple[str, str]],
+    allowed: Collection[Applicability],
 ) -> str | None:
     expected = members[0].autofix.members if members[0].autofix else ()
     for key in expected:
         if (members[0].path, key) not in present:
-            return (
-                f"its group also needs {key.replace('@', ' at line ', 1).replace(':', ', col ')}"
-                ", which is not selected or is suppressed; nothing of the group is written"
+            why = (
+                "whose own fix is held back (see that finding)"
+                if (members[0].path, key) in reported
+                else "which is not selected or is suppressed"
             )
+            where = key.replace("@", " at line ", 1).replace(":", ", col ")
+            return f"its group also needs {where}, {why}; nothing of the group is written"
     for m in members:
         if m.autofix is not None and m.autofix.applicability not in allowed:
             return f"its group holds {m.rule} at line {m.line}: {_not_allowed(m)}"

@@ -173,3 +173,35 @@ def test_json_and_sarif_carry_the_applicability(tmp_path):
     proc = run_cli(["scan", "--no-cache", "--format", "sarif", str(path)], cwd=tmp_path)
     results = json.loads(proc.stdout)["runs"][0]["results"]
     assert {r["properties"]["applicability"] for r in results} == {"safe", "unsafe"}
+
+
+def test_a_group_waiting_on_a_held_member_says_that_member_is_held(tmp_path):
+    # The .ptl writer must stay (an Android loader reads model.ptl), so the planner holds it;
+    # the trace and optimize_for_mobile of its group wait for it, and say why, not that it
+    # was deselected.
+    files = {
+        "export.py": (
+            "import torch\n"
+            "from torch.utils.mobile_optimizer import optimize_for_mobile\n\n\n"
+            "def chained(model, x):\n"
+            "    traced = torch.jit.trace(model, (x,))\n"
+            '    optimize_for_mobile(traced)._save_for_lite_interpreter("model.ptl")\n'
+        ),
+        "android/app/src/main/java/com/example/app/MainActivity.java": (
+            "package com.example.app;\n\nimport org.pytorch.LiteModuleLoader;\n"
+            "import org.pytorch.Module;\n\npublic class MainActivity {\n"
+            "  Module load() throws Exception {\n"
+            '    return LiteModuleLoader.load(Assets.copy(this, "model.ptl"));\n  }\n}\n'
+        ),
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    result = run_apply([str(tmp_path)], ScanOptions(use_git=False, cache=False), dry_run=True)
+    by_rule = {f.rule: f for f in result.scan.findings if f.path.endswith("export.py")}
+    assert "serving code outside Python loads `model.ptl`" in by_rule["MIG204"].message
+    for rule in ("MIG102", "MIG203"):
+        assert by_rule[rule].fix is FixKind.ASSISTED, rule
+        assert "its group also needs MIG204 at line 7, col 5" in by_rule[rule].message
+        assert "whose own fix is held back (see that finding)" in by_rule[rule].message
+        assert "not selected" not in by_rule[rule].message
