@@ -14,6 +14,7 @@ and f-strings that nest the same quote (3.12+), which may hide the rest of their
 from __future__ import annotations
 
 import ast
+import functools
 import re
 
 # Strings (quotes only: a prefix changes nothing about where a string ends) and comments are
@@ -43,13 +44,21 @@ def import_statements(text: str) -> list[ast.Import | ast.ImportFrom]:
         if start < 0:
             continue
         pos = _statement_end(text, start)  # its continuation lines hold no new statement
-        try:
-            node = ast.parse(text[start:pos].replace("\\\n", " ")).body[0]
-        except (SyntaxError, ValueError, IndexError):
-            continue
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
+        node = _parse_statement(text[start:pos].replace("\\\n", " "))
+        if node is not None:
             found.append(node)
     return found
+
+
+@functools.lru_cache(maxsize=65536)
+def _parse_statement(source: str) -> ast.Import | ast.ImportFrom | None:
+    """One import statement's node. Most are repeated across a repository (`import torch`):
+    each text is parsed once; callers only read the nodes."""
+    try:
+        node = ast.parse(source).body[0]
+    except (SyntaxError, ValueError, IndexError):
+        return None
+    return node if isinstance(node, (ast.Import, ast.ImportFrom)) else None
 
 
 def _statement_end(text: str, start: int) -> int:
