@@ -140,9 +140,12 @@ def analyze_python(
         except RecursionError:
             result.error = "cannot analyse: expressions nested too deeply"
             return result
+        try:  # hints for the fix planner's searches; without them it searches the file itself
+            result.no_makers = not may_capture(text, tree, table)
+            result.no_sites = not may_hold_site(text, tree, table)
+        except RecursionError:
+            result.no_makers = result.no_sites = False
     result.parsed = True
-    result.no_makers = not may_capture(text, tree, table)
-    result.no_sites = not may_hold_site(text, tree, table)
     result.exports = _reexportable(exported, checks)
     result.repo_imports = table.repo_imports
     result.facts = ctx.facts

@@ -114,6 +114,17 @@ def test_huge_and_deeply_nested_files(tmp_path):
     ]
 
 
+def test_a_long_attribute_chain_is_analysed_and_its_file_keeps_its_findings(tmp_path):
+    # 1,500 links: past Python's default recursion limit, within the scan's raised one. Every
+    # step of a file's analysis (the fix planner's hints too) must run under that limit.
+    chain = "torch" + ".b" * 1_500
+    text = f"import torch  # jit\nnet = {chain}.script(m)\nreal = torch.jit.script(m)\n"
+    write_tree(tmp_path, {"chain.py": text})
+    run = invoke(["scan", ".", "-f", "json", "--no-cache"], cwd=tmp_path)
+    assert run.json()["errors"] == []
+    assert [(f["line"], f["rule"]) for f in run.json()["findings"]] == [(3, "MIG101")]
+
+
 def test_too_deep_to_analyse_is_an_error_record(tmp_path):
     chain = " + ".join(["x"] * 60_000)
     deep = f"import torch\ny = {chain}\nnet = torch.jit.script(m)\n"
