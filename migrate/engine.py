@@ -584,15 +584,10 @@ class Scanner:
             except (OSError, UnicodeDecodeError, SyntaxError, LookupError):
                 continue
             seen = results.get(job.display)
-            seen = seen if seen is not None and seen.parsed else FileResult(job.display)
+            hinted = seen is not None and seen.parsed  # the scan's hints, where it parsed
+            no_makers, no_sites = (seen.no_makers, seen.no_sites) if hinted else (False, False)
             sources.append(
-                SourceFile(
-                    job.display,
-                    job.module,
-                    text,
-                    no_makers=seen.no_makers,
-                    no_sites=seen.no_sites,
-                )
+                SourceFile(job.display, job.module, text, no_makers=no_makers, no_sites=no_sites)
             )
         self._facts = build_facts(sources)
         return self._facts

@@ -40,6 +40,16 @@ def test_children_are_iter_child_nodes_without_singletons():
         assert children(node) == expected
 
 
+def _parsed_fixtures():
+    """(path, text, tree) of every fixture Python file that parses."""
+    for path in sorted(FIXTURES.rglob("*.py")):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        try:
+            yield path, text, ast.parse(text)
+        except (SyntaxError, ValueError):
+            continue
+
+
 def _own_lines(node: ast.AST) -> range | None:
     if not hasattr(node, "lineno"):
         return None
@@ -50,12 +60,7 @@ def _own_lines(node: ast.AST) -> range | None:
 def test_walk_lines_reaches_every_node_on_the_chosen_lines_in_walk_order():
     checked = 0
     word = re.compile(r"\b(?:jit|script|trace|save|load)\b")
-    for path in sorted(FIXTURES.rglob("*.py")):
-        text = path.read_text(encoding="utf-8", errors="replace")
-        try:
-            tree = ast.parse(text)
-        except (SyntaxError, ValueError):
-            continue
+    for path, text, tree in _parsed_fixtures():
         lines = lines_matching(text, word)
         if not lines:
             continue
@@ -103,12 +108,7 @@ def test_mig110_file_facts_are_the_same_with_the_line_limited_walk(monkeypatch):
     from migrate.pyscope import ScopeTable
 
     compared = with_facts = 0
-    for path in sorted(FIXTURES.rglob("*.py")):
-        text = path.read_text(encoding="utf-8", errors="replace")
-        try:
-            tree = ast.parse(text)
-        except (SyntaxError, ValueError):
-            continue
+    for path, text, tree in _parsed_fixtures():
         ctx = PythonContext(str(path), text, tree, ScopeTable(tree, "m", False))
         limited = mig110._file_facts(ctx)
         with monkeypatch.context() as m:
