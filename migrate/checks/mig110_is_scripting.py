@@ -63,14 +63,15 @@ class IsScriptingToFalse(PythonCheck):
                 fix=FixKind.ASSISTED,
             )
             return
-        known = ctx.memo("MIG110.known", lambda: self.known_calls(ctx))
         ctx.report(
             self.rule,
             ref.call,
             f"`{name}()` is always False once {_GONE[name]}: replaced by False and the "
             "condition simplified",
             symbol=ref.qualname,
-            edits=[fold(ctx, ref.call, lambda node: False if id(node) in known else None)],
+            edits=[
+                fold(ctx, ref.call, lambda node: False if self.becomes_false(node, ctx) else None)
+            ],
         )
 
     def blocker(self, name: str, ctx: PythonContext) -> str | None:
@@ -90,16 +91,13 @@ class IsScriptingToFalse(PythonCheck):
             return f"the repository still traces code ({found[TRACES][0]})"
         return None
 
-    def known_calls(self, ctx: PythonContext) -> set[int]:
-        """ids of every is_scripting()/is_tracing() call of the file that becomes False."""
-        out = set()
-        for node in ast.walk(ctx.tree):
-            if isinstance(node, ast.Call) and not node.args and not node.keywords:
-                qual = ctx.qualname(node.func) or ""
-                name = qual.rsplit(".", 1)[-1]
-                if qual in self.rule.symbols and self.blocker(name, ctx) is None:
-                    out.add(id(node))
-        return out
+    def becomes_false(self, node: ast.AST, ctx: PythonContext) -> bool:
+        """Whether `node` (of the file's tree) is an is_scripting()/is_tracing() call that
+        becomes False. Asked only of the nodes a fold looks at, not of every call."""
+        if not isinstance(node, ast.Call) or node.args or node.keywords:
+            return False
+        qual = ctx.qualname(node.func) or ""
+        return qual in self.rule.symbols and self.blocker(qual.rsplit(".", 1)[-1], ctx) is None
 
     def on_end(self, ctx: PythonContext) -> None:
         for key, places in ctx.memo("MIG110.facts", lambda: _file_facts(ctx)).items():
