@@ -76,12 +76,48 @@ class CheckSet:
         for check in self.python:
             for node_type in check.node_types:
                 self.node_hooks.setdefault(node_type, []).append(check)
+        self._hooks_by_types: dict[tuple, dict[type, list[PythonCheck]]] = {}
+        self._reach: dict[tuple[str, tuple[str, ...]], bool] = {}
 
     def wants_parse(self, text: str) -> bool:
         """Whether a Python file's text holds a word some enabled check needs."""
         if self.python_prefilter.search(text):
             return True
         return any(a.search(text) and b.search(text) is not None for a, b in self._prefilter_pairs)
+
+    def hooks_for(self, text: str) -> dict[type, list[PythonCheck]]:
+        """The node hooks that can act on a file with this text (`PythonCheck.hooked_types`):
+        most files call no `.save` and pass no `torchscript=`, and every call of a parsed file
+        would otherwise go to each of those checks."""
+        types: dict[int, tuple[type, ...]] = {}
+        for listed in self.node_hooks.values():
+            for check in listed:
+                if id(check) not in types:
+                    types[id(check)] = check.hooked_types(text)
+        key = tuple(types.items())
+        hooks = self._hooks_by_types.get(key)
+        if hooks is None:
+            hooks = self._hooks_by_types[key] = {}
+            for node_type, listed in self.node_hooks.items():
+                chosen = [c for c in listed if node_type in types[id(c)]]
+                if chosen:
+                    hooks[node_type] = chosen
+        return hooks
+
+    def may_reach(self, qual: str, extra: tuple[str, ...] = ()) -> bool:
+        """Whether a name bound to `qual` can start a chain that `for_symbol` knows (or that
+        reaches one of `extra`): `qual` is such a symbol, a module above one, or below one.
+        Compared as strings, which admits more than the dotted relation, never less."""
+        key = (qual, extra)
+        found = self._reach.get(key)
+        if found is None:
+            symbols = [*self._exact, *extra]
+            prefixes = [pattern.split("*")[0] for pattern, _ in self._patterns]
+            found = any(s.startswith(qual) or qual.startswith(s) for s in symbols) or any(
+                p.startswith(qual) or qual.startswith(p) for p in prefixes
+            )
+            self._reach[key] = found
+        return found
 
     def for_symbol(self, qualname: str) -> PythonCheck | None:
         if qualname in self._cache:

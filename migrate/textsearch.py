@@ -22,7 +22,7 @@ def _split_alternatives(pattern: str) -> list[str] | None:
     return pattern.split("|")
 
 
-def _as_literal(pattern: str) -> str | None:
+def as_literal(pattern: str) -> str | None:
     """The text a pattern matches when it is a plain word (escapes allowed), else None."""
     out = []
     escaped = False
@@ -49,7 +49,7 @@ class WordSearch:
         others: list[str] = []
         for pattern in patterns:
             parts = _split_alternatives(pattern)
-            literals = [_as_literal(p) for p in parts] if parts is not None else [None]
+            literals = [as_literal(p) for p in parts] if parts is not None else [None]
             if all(lit is not None for lit in literals):
                 words.extend(lit for lit in literals if lit not in words)  # type: ignore[misc]
             else:

@@ -4,11 +4,35 @@ attribute chains that resolve to a rule's symbol) and feeds the checks' node hoo
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterable
 
 from migrate.astwalk import children
 from migrate.checks.base import PythonCheck, PythonContext, Reference
 from migrate.checkset import CheckSet
+from migrate.textsearch import as_literal
+
+# The node types whose children include statements: the only place the walk prunes.
+_BLOCKS = frozenset(
+    getattr(ast, name)
+    for name in (
+        "Module",
+        "FunctionDef",
+        "AsyncFunctionDef",
+        "ClassDef",
+        "If",
+        "For",
+        "AsyncFor",
+        "While",
+        "With",
+        "AsyncWith",
+        "Try",
+        "TryStar",
+        "ExceptHandler",
+        "match_case",
+    )
+    if hasattr(ast, name)
+)
 
 
 class Walker:
@@ -18,7 +42,7 @@ class Walker:
         self.ctx = ctx
         self.checks = checks
         self.table = ctx.table
-        self.hooks = checks.node_hooks
+        self.hooks = checks.hooks_for(ctx.text)
         self.parents = ctx.parents
         # Per node type: the visit_* method, looked up once (not by name for every node).
         self.methods = {
@@ -31,6 +55,63 @@ class Walker:
         self._bound: dict[tuple[str, int], str | None] = {}
         # Skipping a chain skips its inner nodes' hooks: only when no check hooks them.
         self._may_skip_chains = not (ast.Name in self.hooks or ast.Attribute in self.hooks)
+        self.hot = self._hot_spellings()
+
+    def _hot_spellings(self) -> tuple[list[str], re.Pattern[str] | None, list[int]] | None:
+        """What a statement must spell for the walk to enter it: a name that can start a
+        reference to a catalogued symbol (`CheckSet.may_reach`) or what a node hook tests for
+        (its `hook_spellings`, `hook_symbols`). A statement spelling none of them holds neither, so the walk skips
+        it. Returns (plain words, a pattern for the rest, line start offsets), or None when
+        every statement is visited (a hook without spellings, line breaks other than "\n",
+        which the parser and the line index would count differently)."""
+        patterns: list[str] = []
+        extra: list[str] = []
+        for listed in self.hooks.values():
+            for check in listed:
+                spelled = check.hook_spellings()
+                if spelled is None:
+                    return None
+                patterns.extend(spelled)
+                extra.extend(check.hook_symbols)
+        symbols = tuple(dict.fromkeys(extra))
+        exports = bool(self.table.exports)  # any name may then reach torch: see _could_resolve
+        for scope in self.table.scopes.values():
+            for name in (*scope.imports, *scope.aliases):
+                qual = self.table.binding(name, scope)
+                if qual is not None and (exports or self.checks.may_reach(qual, symbols)):
+                    # Short names (`F`, `nn`) are matched as words, not inside other words.
+                    patterns.append(re.escape(name) if len(name) > 2 else rf"\b{name}\b")
+        index = self.ctx.index
+        text = self.ctx.text
+        if "\r" in text or len(index.lines) != text.count("\n") + (not text.endswith("\n")):
+            return None
+        words: list[str] = []
+        others: list[str] = []
+        for pattern in dict.fromkeys(patterns):
+            literal = as_literal(pattern)
+            (words.append(literal) if literal is not None else others.append(pattern))
+        regex = re.compile("|".join(others)) if others else None
+        return words, regex, index.starts
+
+    def _rooted(self, qual: str) -> bool:
+        return qual.startswith("torch") or qual.split(".")[0] in self.checks.roots
+
+    def _wanted(self, child: ast.AST) -> bool:
+        """Whether the walk enters `child`: not a statement that spells nothing hot."""
+        if not isinstance(child, ast.stmt):
+            return True
+        words, regex, starts = self.hot  # type: ignore[misc]
+        start = child.lineno
+        for decorator in getattr(child, "decorator_list", ()):
+            start = min(start, decorator.lineno)
+        end = child.end_lineno or start
+        text = self.ctx.text
+        a = starts[start - 1] if start - 1 < len(starts) else len(text)
+        b = starts[end] if end < len(starts) else len(text)
+        for word in words:
+            if text.find(word, a, b) >= 0:
+                return True
+        return regex is not None and regex.search(text, a, b) is not None
 
     def lookup(self, expr: ast.AST) -> tuple[str, PythonCheck] | None:
         if not isinstance(expr, (ast.Name, ast.Attribute)):
@@ -55,16 +136,19 @@ class Walker:
         method = self.methods.get(kind)
         self.parents.append(node)
         if method is None:
+            pruned = self.hot is not None and kind in _BLOCKS
             for child in children(node):
-                self.visit(child)
+                if not pruned or self._wanted(child):
+                    self.visit(child)
         else:
             method(node)
         self.parents.pop()
 
     def generic_visit(self, node: ast.AST, skip: Iterable[ast.AST] = ()) -> None:
         skipped = {id(s) for s in skip}
+        pruned = self.hot is not None and type(node) in _BLOCKS
         for child in children(node):
-            if id(child) not in skipped:
+            if id(child) not in skipped and (not pruned or self._wanted(child)):
                 self.visit(child)
 
     def visit_Call(self, node: ast.Call) -> None:
@@ -169,7 +253,7 @@ class Walker:
             return False
         if self.table.exports:  # a repository re-export can turn `pkg.x` into a torch name
             return True
-        return qual.startswith("torch") or qual.split(".")[0] in self.checks.roots
+        return self._rooted(qual)
 
     def run(self) -> None:
         self.visit(self.ctx.tree)

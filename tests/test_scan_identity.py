@@ -106,6 +106,12 @@ def test_a_check_hooking_attributes_sees_every_attribute() -> None:
         def on_node(self, node, ctx):
             heard.append(ast.unparse(node))
 
+        def hooked_types(self, text):
+            return (ast.Attribute,)
+
+        def hook_spellings(self):
+            return None
+
     checks = CheckSet(["MIG101"])
     checks.node_hooks[ast.Attribute] = [Recorder()]
     ctx = PythonContext("m.py", text, tree, ScopeTable(tree, "m", False))

@@ -274,10 +274,30 @@ class PythonCheck(Check):
     prefilter_also: ClassVar[str] = ""
     # ast node types passed to on_node during the shared walk.
     node_types: ClassVar[tuple[type, ...]] = ()
+    # When set, on_node can act only on a file whose text holds one of these strings (the
+    # attribute or keyword it tests for): the walk does not call it on other files' nodes.
+    hook_words: ClassVar[tuple[str, ...]] = ()
+    # Qualnames on_node resolves names to (beyond the catalogued symbols): the walk enters a
+    # statement that holds a name bound to one of them, or to a module above one.
+    hook_symbols: ClassVar[tuple[str, ...]] = ()
     # Repository pass: for files the prefilter skipped, the engine keeps the first group of
     # each match of this regex, so that `rerun` can select them without reading them again.
     # It is matched at the start of a line only (the engine anchors it: no `^` here).
     remember: ClassVar[str] = ""
+
+    def hook_spellings(self) -> tuple[str, ...] | None:
+        """Regular expressions one of which matches on a line of every node on_node acts on
+        (the attribute, keyword or name it tests for): the walk skips statements that lie
+        wholly on other lines. None: no such spelling, the walk visits every statement. An
+        empty tuple: on_node acts only on nodes holding a name that can resolve to a
+        catalogued symbol or to one of `hook_symbols`."""
+        return tuple(re.escape(w) for w in self.hook_words) if self.hook_words else None
+
+    def hooked_types(self, text: str) -> tuple[type, ...]:
+        """The node types whose on_node can act on a file with this text."""
+        if self.hook_words and not any(word in text for word in self.hook_words):
+            return ()
+        return self.node_types
 
     def rerun(
         self,

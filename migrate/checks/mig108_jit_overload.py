@@ -15,6 +15,9 @@ class JitOverload(PythonCheck):
     code = "MIG108"
     node_types = (ast.If, ast.Try)
 
+    def hook_spellings(self) -> tuple[str, ...]:
+        return ("overload",)  # a shim imports typing's `overload` on one side
+
     def on_node(self, node: ast.AST, ctx: PythonContext) -> None:
         if not any(node is s for s in ctx.tree.body):
             return

@@ -69,6 +69,16 @@ class DataDependentBranch(PythonCheck):
     prefilter_also = r"\bexport(?:_for_training)?(?:[\s\\)]|#[^\n]*)*\("
     node_types = (ast.Call, ast.ClassDef)
 
+    def hooked_types(self, text: str) -> tuple[type, ...]:
+        # Every class is recorded; a call is a capture only when its callee's last name is
+        # one of _CAPTURE_ATTRS, each of which holds one of these words.
+        if "script" in text or "trace" in text or "export" in text:
+            return self.node_types
+        return (ast.ClassDef,)
+
+    def hook_spellings(self) -> tuple[str, ...]:
+        return ("class", "script", "trace", "export")
+
     def __init__(self, rule, options=None) -> None:
         super().__init__(rule, options)
         self._state: dict[int, _FileState] = {}

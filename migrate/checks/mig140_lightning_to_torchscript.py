@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 
 from migrate.checks import _wrappers as wr
 from migrate.checks._export_rewrite import _short, _unsupported, example_args, result_uses
@@ -18,6 +19,12 @@ class LightningToTorchscript(wr.FrameworkMethodCheck):
     code = "MIG140"
     prefilter = (r"to_torchscript",)
     node_types = (ast.Call,)
+
+    def hooked_types(self, text: str) -> tuple[type, ...]:
+        return self.node_types if any(m in text for m in wr.method_names(self.rule)) else ()
+
+    def hook_spellings(self) -> tuple[str, ...]:
+        return tuple(re.escape(m) for m in wr.method_names(self.rule))
 
     def on_node(self, node: ast.AST, ctx: PythonContext) -> None:
         assert isinstance(node, ast.Call)

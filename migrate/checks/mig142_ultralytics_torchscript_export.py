@@ -10,6 +10,7 @@ from migrate.checks.base import PythonContext
 
 FORMAT = "torchscript"
 # `export.py ... --include ... torchscript` written as one command string.
+_ANY_CASE = re.compile(FORMAT, re.IGNORECASE)
 COMMAND = re.compile(r"\bexport\.py\b.*--include[=\s](?:[\w,\s]*?)\btorchscript\b", re.S)
 # Strings that document rather than run: argparse help, descriptions.
 DOC_KEYWORDS = ("help", "description", "epilog", "usage")
@@ -29,6 +30,13 @@ class UltralyticsTorchscriptExport(wr.FrameworkMethodCheck):
     code = "MIG142"
     prefilter = (r"torchscript",)
     node_types = (ast.Call,)
+
+    def hooked_types(self, text: str) -> tuple[type, ...]:
+        # Every branch needs a "torchscript" string constant (any case for `format=`).
+        return self.node_types if _ANY_CASE.search(text) else ()
+
+    def hook_spellings(self) -> tuple[str, ...]:
+        return (f"(?i:{FORMAT})",)
 
     def on_node(self, node: ast.AST, ctx: PythonContext) -> None:
         # Every call of a parsed file comes here: the cheap shape tests go first, and whether

@@ -14,6 +14,7 @@ class TransformersTorchscriptFlag(PythonCheck):
     code = "MIG143"
     prefilter = (r"torchscript",)
     node_types = (ast.Call, ast.Assign)
+    hook_words = ("torchscript",)  # the `torchscript=` keyword, the `.torchscript` attribute
 
     def on_node(self, node: ast.AST, ctx: PythonContext) -> None:
         if isinstance(node, ast.Assign):

@@ -17,6 +17,7 @@ class TimmScriptableFlag(PythonCheck):
     code = "MIG144"
     prefilter = (r"scriptable",)
     node_types = (ast.Call,)
+    hook_words = ("scriptable",)  # the keyword it tests for
 
     def on_reference(self, ref: Reference, ctx: PythonContext) -> None:
         call = ref.call

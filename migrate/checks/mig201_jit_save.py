@@ -14,6 +14,7 @@ METHOD_SYMBOL = "torch.jit.ScriptModule.save"
 class JitSaveToExportSave(PythonCheck):
     code = "MIG201"
     node_types = (ast.Call,)
+    hook_words = ("save",)  # `x.save(...)` calls
 
     def on_reference(self, ref: Reference, ctx: PythonContext) -> None:
         call = ref.call

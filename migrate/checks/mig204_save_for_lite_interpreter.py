@@ -15,6 +15,7 @@ SYMBOL = "torch.jit.ScriptModule._save_for_lite_interpreter"
 class SaveForLiteInterpreter(PythonCheck):
     code = "MIG204"
     node_types = (ast.Call,)
+    hook_words = ("_save_for_lite_interpreter",)
 
     def on_node(self, node: ast.AST, ctx: PythonContext) -> None:
         if not (

@@ -19,6 +19,9 @@ class LoadForLiteInterpreter(PythonCheck):
     code = "MIG205"
     node_types = (ast.Call,)
 
+    def hooked_types(self, text: str) -> tuple[type, ...]:
+        return self.node_types if _mentions_lite_load(text) else ()
+
     def on_reference(self, ref: Reference, ctx: PythonContext) -> None:
         head = "`_load_for_lite_interpreter` needs the deprecated lite interpreter"
         call = ref.call

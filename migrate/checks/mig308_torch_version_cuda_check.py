@@ -77,6 +77,11 @@ class TorchVersionCudaCheck(PythonCheck):
             symbol=f"torch.{'version.cuda' if kind == 'cuda' else '__version__'}",
         )
 
+    hook_symbols = ("torch.version.cuda", "torch.__version__", "torch.version.__version__")
+
+    def hook_spellings(self) -> tuple[str, ...]:
+        return ()  # a comparison or startswith on one of hook_symbols
+
     def on_node(self, node: ast.AST, ctx: PythonContext) -> None:
         if isinstance(node, ast.Compare):
             operands = [node.left, *node.comparators]

@@ -1,0 +1,153 @@
+"""The shared walk enters only the statements that spell something it can act on (a name that
+can reach a catalogued symbol, what a node hook tests for), and a check's node hooks run only
+on files whose text holds their words. Both must leave every finding as a full walk gives it:
+compared here on every fixture file and on the spellings that come closest to the edge."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from migrate.checks.base import PythonContext
+from migrate.checkset import CheckSet
+from migrate.engine import ScanOptions, analyze_python
+from migrate.pyscope import ScopeTable
+from migrate.walker import Walker
+
+ROOT = Path(__file__).resolve().parent.parent
+CHECKS = CheckSet(ScanOptions().codes())
+
+
+def findings(text: str, full: bool, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    with monkeypatch.context() as patch:
+        if full:  # every statement entered, every hook called on every file
+            patch.setattr(Walker, "_hot_spellings", lambda self: None)
+            patch.setattr(CheckSet, "hooks_for", lambda self, text: self.node_hooks)
+        result = analyze_python("m.py", text, CHECKS, "pkg.m")
+    assert result.error is None, result.error
+    return [repr(f) for f in result.findings]
+
+
+def test_pruned_walk_finds_what_a_full_walk_finds_on_every_fixture_file(monkeypatch):
+    files = sorted((ROOT / "fixtures").rglob("*.py"))
+    compared = found = 0
+    for path in files:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if not CHECKS.wants_parse(text):
+            continue
+        try:
+            ast.parse(text)
+        except (SyntaxError, ValueError):
+            continue
+        pruned = findings(text, False, monkeypatch)
+        assert pruned == findings(text, True, monkeypatch), path
+        compared += 1
+        found += len(pruned)
+    assert compared > 200 and found > 400, (compared, found)  # not vacuous
+
+
+EDGE_CASES = {
+    # An alias imported in a function, used on a line that never says torch or jit.
+    "MIG101": """
+        import torch
+
+        def compile_model(model):
+            from torch import jit as J
+            x = 1
+            return J.script(model)
+        """,
+    # The reference is only in a decorator; the body spells nothing catalogued.
+    "MIG101 decorator": """
+        import torch
+
+        @torch.jit.script
+        def add_one(x):
+            return x + 1
+        """,
+    # torch.version.cuda through an alias: not a catalogued symbol, one of MIG308's own.
+    "MIG308": """
+        from torch.version import cuda as CV
+
+        def check():
+            if CV == "12.8":
+                return True
+            return False
+        """,
+    # A class defined inside a test method and captured by torch.export.
+    "MIG131": """
+        import torch
+
+        class TestExport:
+            def test_branch(self):
+                class M(torch.nn.Module):
+                    def forward(self, x):
+                        if x.sum() > 0:
+                            return x
+                        return -x
+
+                torch.export.export(M(), (torch.ones(2),))
+        """,
+    # is_scripting under another name, called on a line without `jit`.
+    "MIG110": """
+        from torch.jit import is_scripting as scripting
+
+        def f(x):
+            if scripting():
+                return x
+            return x + 1
+        """,
+}
+
+
+@pytest.mark.parametrize("case", sorted(EDGE_CASES))
+def test_pruned_walk_keeps_the_findings_at_the_edge(case, monkeypatch):
+    text = textwrap.dedent(EDGE_CASES[case])
+    pruned = findings(text, False, monkeypatch)
+    assert pruned == findings(text, True, monkeypatch)
+    rule = case.split()[0]
+    assert any(f"rule='{rule}'" in f for f in pruned), pruned
+
+
+def test_the_walk_skips_a_statement_that_spells_nothing_it_can_act_on():
+    text = "import os\nimport torch\nx = os.path.join('a')\ny = torch.jit.script(f)\n"
+    tree = ast.parse(text)
+    ctx = PythonContext("m.py", text, tree, ScopeTable(tree, "m", False))
+    walker = Walker(ctx, CHECKS)
+    assert walker.hot is not None
+    assert not walker._wanted(tree.body[2])
+    assert walker._wanted(tree.body[3])
+
+
+def test_a_line_break_the_parser_counts_differently_turns_pruning_off():
+    text = "import torch\nx = 1\n\x0cy = 2\nz = torch.jit.script(f)\n"  # a form feed
+    tree = ast.parse(text)
+    ctx = PythonContext("m.py", text, tree, ScopeTable(tree, "m", False))
+    assert Walker(ctx, CHECKS).hot is None
+
+
+def test_which_bindings_can_reach_a_catalogued_symbol():
+    assert CHECKS.may_reach("torch")
+    assert CHECKS.may_reach("torch.jit")
+    assert CHECKS.may_reach("torch.jit.script")
+    assert CHECKS.may_reach("torch._C._jit_pass_inline")  # under a pattern (torch._C._jit_*)
+    assert CHECKS.may_reach("torch._C")
+    assert not CHECKS.may_reach("torch.nn")
+    assert not CHECKS.may_reach("os.path")
+    assert not CHECKS.may_reach("torch.version")
+    assert CHECKS.may_reach("torch.version", ("torch.version.cuda",))
+
+
+def test_hooks_run_only_where_the_text_holds_their_words():
+    plain = CHECKS.hooks_for("import torch\nx = torch.ones(2)\n")
+    saving = CHECKS.hooks_for("import torch\nm.save('a.pt')\n")
+
+    def codes(hooks):
+        return {c.code for c in hooks.get(ast.Call, [])}
+
+    assert "MIG201" not in codes(plain) and "MIG201" in codes(saving)
+    # MIG131 records every class, captures only where a capture word is written.
+    assert "MIG131" in {c.code for c in plain.get(ast.ClassDef, [])}
+    assert "MIG131" not in codes(plain)
