@@ -78,6 +78,9 @@ class CheckSet:
                 self.node_hooks.setdefault(node_type, []).append(check)
         self._hooks_by_types: dict[tuple, dict[type, list[PythonCheck]]] = {}
         self._reach: dict[tuple[str, tuple[str, ...]], bool] = {}
+        # What an enabled check's references can be (for_symbol answers only those checks).
+        self._reachable = [s for s, code in self._exact.items() if code in self._enabled]
+        self._reachable += [p.split("*")[0] for p, code in self._patterns if code in self._enabled]
 
     def wants_parse(self, text: str) -> bool:
         """Whether a Python file's text holds a word some enabled check needs."""
@@ -105,16 +108,15 @@ class CheckSet:
         return hooks
 
     def may_reach(self, qual: str, extra: tuple[str, ...] = ()) -> bool:
-        """Whether a name bound to `qual` can start a chain that `for_symbol` knows (or that
-        reaches one of `extra`): `qual` is such a symbol, a module above one, or below one.
-        Compared as strings, which admits more than the dotted relation, never less."""
+        """Whether a name bound to `qual` can start a chain for which `for_symbol` answers an
+        enabled check (or that reaches one of `extra`): `qual` is such a symbol (a pattern's
+        literal head), a module above one, or below one. Compared as strings, which admits
+        more than the dotted relation, never less."""
         key = (qual, extra)
         found = self._reach.get(key)
         if found is None:
-            symbols = [*self._exact, *extra]
-            prefixes = [pattern.split("*")[0] for pattern, _ in self._patterns]
-            found = any(s.startswith(qual) or qual.startswith(s) for s in symbols) or any(
-                p.startswith(qual) or qual.startswith(p) for p in prefixes
+            found = any(s.startswith(qual) or qual.startswith(s) for s in self._reachable) or any(
+                s.startswith(qual) or qual.startswith(s) for s in extra
             )
             self._reach[key] = found
         return found

@@ -115,6 +115,7 @@ def analyze_python(
     exports: dict[str, str] | None = None,
     script_dir: str = "",
     repo_facts: dict[str, frozenset[str]] | None = None,
+    hints: bool = True,
 ) -> FileResult:
     result = FileResult(display)
     with _recursion_limit(DEEP_RECURSION):
@@ -141,8 +142,9 @@ def analyze_python(
             result.error = "cannot analyse: expressions nested too deeply"
             return result
         try:  # hints for the fix planner's searches; without them it searches the file itself
-            result.no_makers = not may_capture(text, tree, table)
-            result.no_sites = not may_hold_site(text, tree, table)
+            if hints:
+                result.no_makers = not may_capture(text, tree, table)
+                result.no_sites = not may_hold_site(text, tree, table)
         except RecursionError:
             result.no_makers = result.no_sites = False
     result.parsed = True
@@ -387,8 +389,12 @@ def analyze_loaded(
     checks = _checks_for(repo.codes if repo else None)
     if repo and repo.codes is not None:
         # The repository pass: only the checks that asked for it, on a file they selected.
+        # Its findings replace the checks' phase-1 findings; the rest, planner hints
+        # included, stays from phase 1 (_repo_pass).
         args = (job.module, job.is_package, exports, job.script_dir)
-        result = analyze_python(job.display, text, checks, *args, repo_facts=repo.facts)
+        result = analyze_python(
+            job.display, text, checks, *args, repo_facts=repo.facts, hints=False
+        )
         _suppress(result, text, _WORKER_STATE["pfi"])  # type: ignore[arg-type]
         return result
     text_checks = checks.text_checks_wanted(PurePosixPath(job.display), text)

@@ -6,6 +6,7 @@ compared here on every fixture file and on the spellings that come closest to th
 from __future__ import annotations
 
 import ast
+import re
 import textwrap
 from pathlib import Path
 
@@ -21,12 +22,18 @@ ROOT = Path(__file__).resolve().parent.parent
 CHECKS = CheckSet(ScanOptions().codes())
 
 
-def findings(text: str, full: bool, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+def findings(
+    text: str,
+    full: bool,
+    monkeypatch: pytest.MonkeyPatch,
+    checks: CheckSet = CHECKS,
+    repo_facts: dict[str, frozenset[str]] | None = None,
+) -> list[str]:
     with monkeypatch.context() as patch:
         if full:  # every statement entered, every hook called on every file
             patch.setattr(Walker, "_hot_spellings", lambda self: None)
             patch.setattr(CheckSet, "hooks_for", lambda self, text: self.node_hooks)
-        result = analyze_python("m.py", text, CHECKS, "pkg.m")
+        result = analyze_python("m.py", text, checks, "pkg.m", repo_facts=repo_facts)
     assert result.error is None, result.error
     return [repr(f) for f in result.findings]
 
@@ -47,6 +54,33 @@ def test_pruned_walk_finds_what_a_full_walk_finds_on_every_fixture_file(monkeypa
         compared += 1
         found += len(pruned)
     assert compared > 200 and found > 400, (compared, found)  # not vacuous
+
+
+@pytest.mark.parametrize("codes", [("MIG131",), ("MIG110",), ("MIG110", "MIG131")])
+def test_a_repository_pass_subset_prunes_to_its_own_symbols_and_finds_the_same(codes, monkeypatch):
+    """The repository pass runs a few checks alone: a name is hot only when it can reach one
+    of their symbols. Every class counts as captured elsewhere, so MIG131 analyses them all."""
+    checks = CheckSet(codes)
+    compared = found = 0
+    for path in sorted((ROOT / "fixtures").rglob("*.py")):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        try:
+            ast.parse(text)
+        except (SyntaxError, ValueError):
+            continue
+        classes = frozenset(re.findall(r"class\s+(\w+)", text))
+        facts = {"captured_classes": classes}
+        pruned = findings(text, False, monkeypatch, checks, facts)
+        assert pruned == findings(text, True, monkeypatch, checks, facts), path
+        compared += 1
+        found += len(pruned)
+    assert compared > 300 and found > 20, (compared, found)
+
+
+def test_only_enabled_checks_symbols_make_a_name_hot():
+    assert not CheckSet(["MIG131"]).may_reach("torch")  # MIG131 catalogues no symbol
+    assert CheckSet(["MIG110"]).may_reach("torch.jit")
+    assert not CheckSet(["MIG110"]).may_reach("torch._C")
 
 
 EDGE_CASES = {
