@@ -41,6 +41,58 @@ def as_literal(pattern: str) -> str | None:
     return None if escaped or not out else "".join(out)
 
 
+def _alternatives(pattern: str) -> list[str] | None:
+    """Top-level `a|b[|]|c` -> ["a", "b[|]", "c"], past escapes and character classes; None
+    when a group makes it unclear."""
+    parts: list[str] = []
+    start = 0
+    i = 0
+    in_class = False
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = ch != "]"
+        elif ch == "[":
+            in_class = True
+            if pattern[i + 1 : i + 2] in ("]", "^"):  # a leading ] or ^ is part of the class
+                i += 1
+        elif ch in "()":
+            return None
+        elif ch == "|":
+            parts.append(pattern[start:i])
+            start = i + 1
+        i += 1
+    return None if in_class else [*parts, pattern[start:]]
+
+
+def _literal_head(pattern: str) -> str:
+    """The plain text every match of `pattern` (no top-level `|`) starts with: its characters
+    up to the first metacharacter, less the last one when a quantifier may drop it."""
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\":
+            if pattern[i + 1 : i + 2] in ("b", "B", "A") and not out:
+                i += 2  # an anchor before any text matches nothing itself
+                continue
+            if i + 1 >= len(pattern) or pattern[i + 1].isalnum():
+                break  # \d, \b...: a class or an anchor
+            out.append(pattern[i + 1])
+            i += 2
+            continue
+        if ch in _META:
+            if ch in "?*{" and out:
+                out.pop()
+            break
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
 class WordSearch:
     """Whether a text matches any of `patterns` (regular expressions)."""
 
@@ -56,9 +108,24 @@ class WordSearch:
                 others.append(f"(?:{pattern})")
         self.words = tuple(words)
         self.regex = re.compile("|".join(others)) if others else None
+        # Plain heads of the regex's alternatives (`sm_[5-7]` -> "sm_"): a text without any
+        # of them cannot match, and searching for them is much cheaper than the regex.
+        heads: list[str] | None = []
+        for pattern in others:
+            parts = _alternatives(pattern[3:-1])  # unwrap "(?:...)"
+            found = [_literal_head(p) for p in parts] if parts is not None else [""]
+            if not all(found):
+                heads = None
+                break
+            heads.extend(h for h in found if h not in heads)  # type: ignore[union-attr]
+        self.heads = tuple(heads) if heads is not None else None
 
     def search(self, text: str) -> bool:
         for word in self.words:
             if word in text:
                 return True
-        return self.regex is not None and self.regex.search(text) is not None
+        if self.regex is None:
+            return False
+        if self.heads is not None and not any(head in text for head in self.heads):
+            return False
+        return self.regex.search(text) is not None

@@ -25,6 +25,14 @@ PATTERNS = sorted(
         "ab|",
         r"12\.8",
         "torch.export",
+        # Heads taken for the precheck: quantified, anchored, classes with | and ].
+        "CUDA_?ARCH",
+        "ab?c|x+y",
+        r"\bexport\(",
+        "[|]x|y",
+        "[]|]a|cu1",
+        r"\|a|12",
+        "x{2}y",
     }
 )
 FRAGMENTS = [
@@ -42,6 +50,15 @@ FRAGMENTS = [
     "x",
     "sm_6",
     "CUDA_ARCH",
+    "CUDAARCH",
+    "CUDA",
+    "ac",
+    "abc",
+    "xxy",
+    "yy",
+    "export(",
+    "|x",
+    "]a",
     "torch.export",
     "torchXexport",
     "onnx",
@@ -69,3 +86,11 @@ def test_plain_words_are_searched_as_strings():
     assert search.regex is not None and search.regex.pattern == r"(?:\bscript\b)"
     assert not search.search("torchXexport scripts")
     assert search.search("a script here")
+
+
+def test_a_regex_is_tried_only_where_one_of_its_plain_heads_is():
+    search = WordSearch([r"sm_[5-7]|compute_[5-7]|CUDA_?ARCH|cuda_arch"])
+    assert search.heads == ("sm_", "compute_", "CUDA", "cuda_arch")
+    assert search.search("CUDAARCH") and search.search("sm_6") and not search.search("sm_8")
+    assert WordSearch(["(?:a|b)c"]).heads is None  # a group: no heads, the regex decides
+    assert WordSearch(["x{2}y"]).heads is None  # a quantifier may drop the only letter
