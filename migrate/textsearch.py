@@ -129,3 +129,31 @@ class WordSearch:
         if self.heads is not None and not any(head in text for head in self.heads):
             return False
         return self.regex.search(text) is not None
+
+
+def _is_word_char(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"  # what `\w` matches in a str pattern
+
+
+class WholeWords:
+    """Whether `re.search(r"\\b(?:w1|w2|...)\\b", text)` would match, for words that start and
+    end with a word character: each word is found by string search and its two neighbours
+    checked, where the regex engine tries the alternation at every position of the text."""
+
+    def __init__(self, words: Iterable[str]) -> None:
+        self.words = tuple(sorted(set(words)))
+        if not all(w and _is_word_char(w[0]) and _is_word_char(w[-1]) for w in self.words):
+            raise ValueError("WholeWords takes words that start and end with a word character")
+
+    def search(self, text: str) -> bool:
+        for word in self.words:
+            size = len(word)
+            at = text.find(word)
+            while at >= 0:
+                end = at + size
+                if (at == 0 or not _is_word_char(text[at - 1])) and (
+                    end == len(text) or not _is_word_char(text[end])
+                ):
+                    return True
+                at = text.find(word, at + 1)
+        return False

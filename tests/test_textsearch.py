@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from migrate.engine import TORCHSCRIPT_WORDS, CheckSet
 from migrate.registry import all_rules
-from migrate.textsearch import WordSearch
+from migrate.textsearch import WholeWords, WordSearch
 
 CHECKS = CheckSet(sorted(all_rules()), {"cuda": "13.0"})
 # Every prefilter the checks declare, and shapes that must not be taken for plain words.
@@ -94,3 +95,23 @@ def test_a_regex_is_tried_only_where_one_of_its_plain_heads_is():
     assert search.search("CUDAARCH") and search.search("sm_6") and not search.search("sm_8")
     assert WordSearch(["(?:a|b)c"]).heads is None  # a group: no heads, the regex decides
     assert WordSearch(["x{2}y"]).heads is None  # a quantifier may drop the only letter
+
+
+WHOLE = ["save", "load", "_save_for_lite_interpreter", "to_torchscript", "script", "a"]
+PIECES = ["save", "load", "_", "x", " ", ".", "(", "\n", "é", "2", "script", "a", "ſ", "٣"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.sampled_from(WHOLE), min_size=1, max_size=4, unique=True),
+    st.lists(st.sampled_from(PIECES), max_size=12),
+)
+def test_whole_words_agree_with_the_word_boundary_regex(words, pieces):
+    text = "".join(pieces)
+    pattern = r"\b(?:" + "|".join(words) + r")\b"
+    assert WholeWords(words).search(text) is (re.search(pattern, text) is not None)
+
+
+def test_whole_words_takes_only_words_bounded_by_word_characters():
+    with pytest.raises(ValueError):
+        WholeWords(["save("])

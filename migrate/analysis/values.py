@@ -22,7 +22,6 @@ a star import is reported as an "other" use at the import so that nobody assumes
 from __future__ import annotations
 
 import ast
-import re
 from dataclasses import dataclass, field
 
 from migrate.analysis._repo import (
@@ -36,6 +35,7 @@ from migrate.analysis._repo import (
     terminal_names,
 )
 from migrate.pyscope import ScopeTable, resolve_relative
+from migrate.textsearch import WholeWords
 
 CAPTURES = frozenset({"torch.jit.script", "torch.jit.trace", "torch.jit.trace_module"})
 TRACES = frozenset({"torch.jit.trace", "torch.jit.trace_module"})
@@ -57,7 +57,7 @@ TORCHSCRIPT_ONLY = frozenset(
 )
 _MAKER_NAMES = terminal_names(TORCHSCRIPT_MAKERS)
 # Any spelling of these APIs, aliases included, holds one of the words somewhere in the file.
-MAKER_WORDS = re.compile(r"\b(?:" + "|".join(sorted(_MAKER_NAMES)) + r")\b")
+MAKER_WORDS = WholeWords(_MAKER_NAMES)  # as whole words: `\b(?:script|trace|...)\b`
 _CHAIN = frozenset({"eval", "train", "to", "cpu", "cuda", "float", "half", "double"})
 
 
@@ -138,7 +138,7 @@ def find_captures(repo: Repo) -> tuple[list[CaptureValue], dict[str, int], set[s
 
 
 def _maker_text(text: str) -> bool:
-    return ("jit" in text or "optimize_for_mobile" in text) and bool(MAKER_WORDS.search(text))
+    return ("jit" in text or "optimize_for_mobile" in text) and MAKER_WORDS.search(text)
 
 
 def may_capture(text: str, tree: ast.Module, table: ScopeTable) -> bool:
