@@ -136,16 +136,26 @@ def _is_word_char(ch: str) -> bool:
 
 
 class WholeWords:
-    """Whether `re.search(r"\\b(?:w1|w2|...)\\b", text)` would match, for words that start and
-    end with a word character: each word is found by string search and its two neighbours
-    checked, where the regex engine tries the alternation at every position of the text."""
+    """What `re.search(r"\\b(?:w1|w2|...)\\b", text)` answers, for literal words: a word that
+    starts and ends with a word character is found by string search and its two neighbours
+    checked, where the regex engine tries the alternation at every position of the text; any
+    other word (an identifier ending in a combining mark) is left to that regex."""
 
     def __init__(self, words: Iterable[str]) -> None:
-        self.words = tuple(sorted(set(words)))
-        if not all(w and _is_word_char(w[0]) and _is_word_char(w[-1]) for w in self.words):
-            raise ValueError("WholeWords takes words that start and end with a word character")
+        unique = sorted(set(words))
+        plain = [w for w in unique if w and _is_word_char(w[0]) and _is_word_char(w[-1])]
+        others = [re.escape(w) for w in unique if w not in plain]
+        self.words = tuple(plain)
+        self._others = re.compile(r"\b(?:" + "|".join(others) + r")\b") if others else None
 
-    def search(self, text: str) -> bool:
+    def _starts(self, text: str, first_only: bool) -> list[int]:
+        """Offsets where a word occurs as a whole word (the first one only, if asked)."""
+        found: list[int] = []
+        if self._others is not None:
+            for match in self._others.finditer(text):
+                found.append(match.start())
+                if first_only:
+                    return found
         for word in self.words:
             size = len(word)
             at = text.find(word)
@@ -154,6 +164,26 @@ class WholeWords:
                 if (at == 0 or not _is_word_char(text[at - 1])) and (
                     end == len(text) or not _is_word_char(text[end])
                 ):
-                    return True
+                    found.append(at)
+                    if first_only:
+                        return found
                 at = text.find(word, at + 1)
-        return False
+        return found
+
+    def search(self, text: str) -> bool:
+        return bool(self._starts(text, True))
+
+    def lines(self, text: str) -> list[int] | None:
+        """The 1-based numbers of the lines holding a whole word, in order: what
+        `astwalk.lines_matching` answers for the `\\b(?:...)\\b` regex; None when the
+        text has a carriage return (the parser counts a lone one as a line break)."""
+        if "\r" in text:
+            return None
+        out: list[int] = []
+        line, pos = 1, 0
+        for at in sorted(self._starts(text, False)):
+            line += text.count("\n", pos, at)
+            pos = at
+            if not out or out[-1] != line:
+                out.append(line)
+        return out

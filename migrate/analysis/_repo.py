@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import ast
 import functools
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from migrate.astwalk import lines_matching, walk_lines
+from migrate.astwalk import walk_lines
 from migrate.checks._flow import reaching_value
 from migrate.checks.base import LineIndex, PythonContext
 from migrate.pyscope import Scope, ScopeTable
+from migrate.textsearch import WholeWords
 
 
 @dataclass(frozen=True)
@@ -109,8 +109,7 @@ def calls_spelled(
         for name, value in module_scope.aliases.items()
         if table.qualname(value, module_scope) in quals
     )
-    pattern = re.compile(r"\b(?:" + "|".join(sorted(words)) + r")\b")
-    for node in walk_lines(tree, lines_matching(text, pattern)):
+    for node in walk_lines(tree, WholeWords(words).lines(text)):
         if isinstance(node, ast.Call):
             func = node.func
             name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Mapping
 
-from migrate.astwalk import lines_matching, walk_lines
+from migrate.astwalk import walk_lines
 from migrate.checks._fold import fold
 from migrate.checks.base import PythonCheck, PythonContext, Reference
 from migrate.findings import FixKind
+from migrate.textsearch import WholeWords
 
 # Repository facts: where code is still scripted, traced, or exported to ONNX by the
 # TorchScript-based exporter; and which files ask is_scripting/is_tracing.
@@ -123,7 +123,7 @@ def _file_facts(ctx: PythonContext) -> dict[str, set[str]]:
         return facts
     # Only a call or decorator spelled with one of the names can count: the walk skips the
     # statements on lines where none is written.
-    lines = lines_matching(text, _LAST_WORDS)
+    lines = _LAST_WORDS.lines(text)
     if lines == []:
         return facts
     decorators: set[int] = set()  # the walk reaches a def before its decorators
@@ -168,4 +168,4 @@ def _dynamo(node: ast.AST) -> bool:
 # the same apply.
 _KEPT_DECORATORS = frozenset({"torch.jit.script_method", "torch.jit.ScriptModule"})
 _LAST_NAMES = frozenset(q.rsplit(".", 1)[1] for q in (*_SCRIPTING, *_TRACING, "torch.onnx.export"))
-_LAST_WORDS = re.compile(r"\b(?:" + "|".join(sorted(_LAST_NAMES)) + r")\b")
+_LAST_WORDS = WholeWords(_LAST_NAMES)
