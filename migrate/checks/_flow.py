@@ -9,6 +9,7 @@ and the checks leave such sites to a person.
 from __future__ import annotations
 
 import ast
+from bisect import bisect_right
 
 from migrate.astwalk import children
 from migrate.checks.base import PythonContext
@@ -99,16 +100,50 @@ def _cache(ctx: PythonContext, key: str) -> dict:
 
 
 def parent(ctx: PythonContext, node: ast.AST) -> ast.AST | None:
+    """The node holding `node` (None for the module, a node not in the tree, or a shared
+    operator/context singleton). Links are recorded one module-level statement at a time,
+    the one whose lines hold the node; a node without a position links the whole tree."""
     parents = _cache(ctx, "parents")
-    if not parents:
-        # Every node but the shared operator/context singletons, whose parent means nothing.
-        stack: list[ast.AST] = [ctx.tree]
-        while stack:
-            holder = stack.pop()
-            for child in children(holder):
-                parents[id(child)] = holder
-                stack.append(child)
+    found = parents.get(id(node))
+    if found is not None:
+        return found
+    state = _cache(ctx, "linked")
+    if state.get("all"):
+        return None
+    line = getattr(node, "lineno", None)
+    body = ctx.tree.body  # type: ignore[attr-defined]
+    if line is not None and body:
+        if "starts" not in state:
+            state["starts"] = [_first_line(s) for s in body]
+        # The statements starting at or before the line, nearest first: the one holding it
+        # is among those whose lines reach it (a few share a line: `a = 1; b = 2`).
+        for i in range(bisect_right(state["starts"], line) - 1, -1, -1):
+            statement = body[i]
+            if statement.end_lineno < line:  # type: ignore[attr-defined]
+                break
+            if i not in state:
+                state[i] = True
+                parents[id(statement)] = ctx.tree
+                _link(statement, parents)
+            if id(node) in parents:
+                return parents[id(node)]
+    state["all"] = True
+    _link(ctx.tree, parents)
     return parents.get(id(node))
+
+
+def _first_line(statement: ast.stmt) -> int:
+    decorators = getattr(statement, "decorator_list", ())
+    return min([statement.lineno, *(d.lineno for d in decorators)])
+
+
+def _link(root: ast.AST, parents: dict[int, ast.AST]) -> None:
+    stack: list[ast.AST] = [root]
+    while stack:
+        holder = stack.pop()
+        for child in children(holder):
+            parents[id(child)] = holder
+            stack.append(child)
 
 
 def pos(node: ast.AST) -> tuple[int, int]:
