@@ -44,12 +44,6 @@ class Walker:
         self.table = ctx.table
         self.hooks = checks.hooks_for(ctx.text)
         self.parents = ctx.parents
-        # Per node type: the visit_* method, looked up once (not by name for every node).
-        self.methods = {
-            getattr(ast, name[6:]): getattr(self, name)
-            for name in dir(self)
-            if name.startswith("visit_") and hasattr(ast, name[6:])
-        }
         # The torch-rooted names of each scope, resolved once: most names in a module
         # (locals, self, builtins) resolve to nothing, and a reference starts with a name.
         self._bound: dict[tuple[str, int], str | None] = {}
@@ -133,7 +127,7 @@ class Walker:
         if hooks:
             for check in hooks:
                 check.on_node(node, self.ctx)
-        method = self.methods.get(kind)
+        method = _METHODS.get(kind)
         self.parents.append(node)
         if method is None:
             pruned = self.hot is not None and kind in _BLOCKS
@@ -141,7 +135,7 @@ class Walker:
                 if not pruned or self._wanted(child):
                     self.visit(child)
         else:
-            method(node)
+            method(self, node)
         self.parents.pop()
 
     def generic_visit(self, node: ast.AST, skip: Iterable[ast.AST] = ()) -> None:
@@ -259,3 +253,13 @@ class Walker:
         self.visit(self.ctx.tree)
         for check in self.checks.python:
             check.on_end(self.ctx)
+
+
+# Per node type: the visit_* function, looked up once (not by name for every node). Kept
+# here, not as bound methods on the walker: those would make each walker a reference cycle,
+# and its tree (millions of nodes over a scan) would wait for the cycle collector.
+_METHODS = {
+    getattr(ast, name[6:]): getattr(Walker, name)
+    for name in dir(Walker)
+    if name.startswith("visit_") and hasattr(ast, name[6:])
+}
