@@ -43,6 +43,7 @@ from migrate.discover import (
     read_source,
 )
 from migrate.findings import FileError, Finding, ScanResult
+from migrate.planfacts import build_scan_facts
 from migrate.pyscope import ScopeTable
 from migrate.registry import Rule, all_rules, select_codes
 from migrate.walker import Walker
@@ -568,34 +569,16 @@ class Scanner:
         return out
 
     def facts(self, force: bool = False) -> object | None:
-        """Repository facts for the fix planner (migrate.analysis), built once, and only when
-        a finding's fix depends on other files. Every Python file of the scan takes part as
-        text (a loader's path constant or an importer of a capture can live in a file that
-        never mentions jit); trees are parsed only for the files the facts look into."""
+        """Repository facts for the fix planner (migrate.planfacts), built once, and only
+        when a finding's fix depends on other files."""
         if getattr(self, "_facts", None) is not None:
             return self._facts
-        from migrate.analysis import SourceFile, build_facts
         from migrate.fixplan import needs_facts
 
         findings = getattr(self, "_last_findings", [])
         if not force and not needs_facts(findings):
             return None
-        results: dict[str, FileResult] = getattr(self, "_results", {})
-        sources = []
-        for job in self.jobs.values():
-            if not job.python:
-                continue
-            try:
-                text = decode_source(Path(job.path).read_bytes())
-            except (OSError, UnicodeDecodeError, SyntaxError, LookupError):
-                continue
-            seen = results.get(job.display)
-            hinted = seen is not None and seen.parsed  # the scan's hints, where it parsed
-            no_makers, no_sites = (seen.no_makers, seen.no_sites) if hinted else (False, False)
-            sources.append(
-                SourceFile(job.display, job.module, text, no_makers=no_makers, no_sites=no_sites)
-            )
-        self._facts = build_facts(sources)
+        self._facts = build_scan_facts(self.jobs.values(), getattr(self, "_results", {}))
         return self._facts
 
     def _open_cache(self, paths: Iterable[str | Path]) -> ResultCache | None:
