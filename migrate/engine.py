@@ -43,7 +43,7 @@ from migrate.discover import (
     read_source,
 )
 from migrate.findings import FileError, Finding, ScanResult
-from migrate.planfacts import build_scan_facts
+from migrate.planfacts import BackgroundFacts, build_scan_facts
 from migrate.pyscope import ScopeTable
 from migrate.registry import Rule, all_rules, select_codes
 from migrate.walker import Walker
@@ -463,9 +463,14 @@ class Scanner:
             jobs.append(_Job(str(f.path), f.display, str(f.root), python))
         return jobs
 
-    def _execute(self, work: list[tuple]) -> list[FileResult]:
+    def _workers(self, count: int) -> int:
+        """How many processes run `count` jobs (1: this one)."""
         workers = self.options.jobs or os.cpu_count() or 1
-        if workers <= 1 or len(work) < PARALLEL_THRESHOLD:
+        return 1 if workers <= 1 or count < PARALLEL_THRESHOLD else workers
+
+    def _execute(self, work: list[tuple]) -> list[FileResult]:
+        workers = self._workers(len(work))
+        if workers == 1:
             results = []
             for item in work:
                 results.append(_run_job(*item))
@@ -554,6 +559,11 @@ class Scanner:
         from migrate.fixplan import plan_fixes
 
         self._facts = None
+        # Facts started during the repository pass: waited for here, before anything else
+        # runs on this thread (their thread raises the recursion limit while it builds).
+        self._early_facts, self._background = getattr(self, "_background", None), None
+        if self._early_facts is not None:
+            self._early_facts.wait()
         self._last_findings = out.findings
         self._results = results
         if planned is not None:  # an unchanged tree: the last run's plan stands
@@ -568,6 +578,13 @@ class Scanner:
         out.findings = plan_fixes(out.findings, WITH_UNSAFE, self.codes, self.facts()).findings
         return out
 
+    def _facts_while_workers_run(self, results: dict[str, FileResult]) -> None:
+        """Start the planner's facts on a thread when phase 1's findings will need them."""
+        from migrate.fixplan import needs_facts
+
+        if needs_facts(f for r in results.values() for f in r.findings):
+            self._background = BackgroundFacts(self.jobs.values(), results)
+
     def facts(self, force: bool = False) -> object | None:
         """Repository facts for the fix planner (migrate.planfacts), built once, and only
         when a finding's fix depends on other files."""
@@ -578,7 +595,11 @@ class Scanner:
         findings = getattr(self, "_last_findings", [])
         if not force and not needs_facts(findings):
             return None
-        self._facts = build_scan_facts(self.jobs.values(), getattr(self, "_results", {}))
+        early, self._early_facts = getattr(self, "_early_facts", None), None
+        if early is not None:
+            self._facts = early.result()
+        else:
+            self._facts = build_scan_facts(self.jobs.values(), getattr(self, "_results", {}))
         return self._facts
 
     def _open_cache(self, paths: Iterable[str | Path]) -> ResultCache | None:
@@ -621,6 +642,8 @@ class Scanner:
             if codes:
                 todo.append((job, self.exports or None, RepoPass(codes, facts)))
         rerun = {job.display: set(p.codes or ()) for job, _, p in todo}
+        if self._workers(len(todo)) > 1:
+            self._facts_while_workers_run(results)
         for new in self._execute(todo):
             old = results[new.path]
             if new.error:  # phase 1 skipped or reported this file; keep its verdict

@@ -8,9 +8,10 @@ call or archive site (its hints).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from migrate.discover import decode_source
 
@@ -49,3 +50,40 @@ def build_scan_facts(jobs: Iterable[_Job], results: Mapping[str, _Hints]) -> obj
             SourceFile(job.display, job.module, text, no_makers=no_makers, no_sites=no_sites)
         )
     return build_facts(sources)
+
+
+class _Hint(NamedTuple):
+    parsed: bool
+    no_makers: bool
+    no_sites: bool
+
+
+class BackgroundFacts:
+    """build_scan_facts on a thread, started when the repository pass hands its files to the
+    process pool: the main process only waits for the workers then, and the facts were
+    otherwise built after the pass, on one core. They are the same facts: the pass changes
+    findings, not the files or the hints the facts read (taken here before it starts)."""
+
+    def __init__(self, jobs: Iterable[_Job], results: Mapping[str, _Hints]) -> None:
+        hints = {k: _Hint(r.parsed, r.no_makers, r.no_sites) for k, r in results.items()}
+        self._facts: object | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(
+            target=self._build, args=(list(jobs), hints), name="migrate-facts", daemon=True
+        )
+        self._thread.start()
+
+    def _build(self, jobs: list[_Job], hints: dict[str, _Hint]) -> None:
+        try:
+            self._facts = build_scan_facts(jobs, hints)
+        except BaseException as exc:  # raised where the facts are asked for
+            self._error = exc
+
+    def wait(self) -> None:
+        self._thread.join()
+
+    def result(self) -> object:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._facts
