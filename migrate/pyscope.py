@@ -89,6 +89,17 @@ class ScopeTable:
         scope.locals.add(name)
 
     def _bind_target(self, scope: Scope, target: ast.AST) -> None:
+        # The common targets without a full walk: `x` binds x; `a.b.c` binds nothing (the
+        # names of an attribute chain are loads).
+        if type(target) is ast.Name:
+            if type(target.ctx) is ast.Store:
+                self._bind_local(scope, target.id)
+            return
+        base = target
+        while type(base) is ast.Attribute:
+            base = base.value  # type: ignore[attr-defined]
+        if base is not target and type(base) is ast.Name:
+            return
         for node in ast.walk(target):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
                 self._bind_local(scope, node.id)

@@ -604,3 +604,39 @@ def test_module_only_tables_export_what_full_tables_do():
         assert light.repo_imports <= full.repo_imports, path
         compared += 1
     assert compared > 100
+
+
+def test_binding_targets_without_a_full_walk_binds_what_the_walk_binds():
+    """ScopeTable._bind_target takes `x` and `a.b.c` targets without walking them; on every
+    assignment, loop, with and walrus target of the fixtures it binds what a walk binds."""
+    import ast as _ast
+    from pathlib import Path as _Path
+
+    from migrate.pyscope import Scope, ScopeTable
+
+    def walked(target):
+        return {
+            n.id
+            for n in _ast.walk(target)
+            if isinstance(n, _ast.Name) and isinstance(n.ctx, _ast.Store)
+        }
+
+    table = ScopeTable(_ast.parse(""), "m", False)
+    compared = 0
+    for path in sorted((_Path(__file__).resolve().parent.parent / "fixtures").rglob("*.py")):
+        try:
+            tree = _ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+        except (SyntaxError, ValueError):
+            continue
+        for node in _ast.walk(tree):
+            targets = getattr(node, "targets", None) or [
+                t
+                for t in (getattr(node, "target", None), getattr(node, "optional_vars", None))
+                if isinstance(t, _ast.AST)
+            ]
+            for target in targets:
+                scope = Scope(tree, None, "module")
+                table._bind_target(scope, target)
+                assert scope.locals == walked(target), (path, _ast.dump(target)[:60])
+                compared += 1
+    assert compared > 1000
