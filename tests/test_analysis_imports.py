@@ -5,7 +5,19 @@ import textwrap
 
 import pytest
 
+from migrate.analysis import imports
 from migrate.analysis.imports import import_statements
+
+
+@pytest.fixture(params=["one match per import", "one search per token"], autouse=True)
+def way(request, monkeypatch):
+    """Every test runs both ways: the possessive pattern (3.11+) and the token loop (3.10)."""
+    if request.param == "one search per token":
+        monkeypatch.setattr(imports, "_TO_NEXT_IMPORT", None)
+    elif imports._TO_NEXT_IMPORT is None:
+        pytest.skip("possessive quantifiers need Python 3.11")
+    return request.param
+
 
 SOURCE = textwrap.dedent(
     '''\
@@ -60,6 +72,9 @@ def test_same_statements_as_ast_walk():
         ("import a", ["a"]),  # first line, no newline at the end
         ("'''unterminated\nimport a\n", []),
         ("from .x import (\n  y,\n  z)\nimport w\n", ["x", "w"]),
+        ("x = 'it\\'s'\nimport a\ny = \"don't\nimport b\n", ["a", "b"]),  # lone quotes
+        ("s = '''a\nimport no''' ; import yes\n", ["yes"]),
+        ("#\nimport a  # import b\n:import c\n", ["a", "c"]),
     ],
 )
 def test_edges(text, modules):
@@ -68,3 +83,16 @@ def test_edges(text, modules):
         for n in import_statements(text)
     ]
     assert found == modules
+
+
+def test_both_ways_read_the_same_statements_from_every_fixture():
+    from pathlib import Path
+
+    compared = 0
+    for path in sorted((Path(__file__).resolve().parent.parent / "fixtures").rglob("*.py")):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        fast = _dump(import_statements(text))
+        slow = _dump(imports._by_token("\n" + text)) if imports._ANY_IMPORT.search(text) else []
+        assert fast == slow, path
+        compared += bool(fast)
+    assert compared > 250

@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import functools
 import re
+import sys
 
 # Strings (quotes only: a prefix changes nothing about where a string ends) and comments are
 # matched to be skipped; a statement keyword counts after a newline, `;` or `:`. Each
@@ -30,24 +31,61 @@ _TOKENS = re.compile(
 )
 _ANY_IMPORT = re.compile(r"\bimport\b")
 
+# The same tokens in one match from a statement boundary to the next import keyword, so the
+# engine runs through strings and comments without coming back to Python for each (about
+# twice as fast). Possessive quantifiers (Python 3.11+) keep it linear: every character
+# belongs to exactly one alternative, and the run stops only before a keyword or at the end.
+_TO_NEXT_IMPORT = (
+    re.compile(
+        r"""(?:[^'"\#\n;:]++"""
+        r"""|'''(?:[^'\\]++|\\.|'(?!''))*+(?:'''|\Z)"""
+        r'''|"""(?:[^"\\]++|\\.|"(?!""))*+(?:"""|\Z)'''
+        r"""|'(?:[^'\\\n]++|\\.)*+'|"(?:[^"\\\n]++|\\.)*+\""""
+        r"|\#[^\n]*+"
+        r"""|['"]"""  # a quote that opens no string on its line: skipped, as _TOKENS does
+        r"|[\n;:](?![ \t]*+(?:import|from)\b)"
+        r")*+[\n;:][ \t]*+(?P<keyword>import|from)\b",
+        re.DOTALL,
+    )
+    if sys.version_info >= (3, 11)
+    else None
+)
+
 
 def import_statements(text: str) -> list[ast.Import | ast.ImportFrom]:
     """The Import and ImportFrom statements of a Python source, in order."""
     if not _ANY_IMPORT.search(text):
         return []
     text = "\n" + text  # a statement on the first line follows a newline too
+    if _TO_NEXT_IMPORT is None:
+        return _by_token(text)
+    found: list[ast.Import | ast.ImportFrom] = []
+    pos = 0
+    while (match := _TO_NEXT_IMPORT.match(text, pos)) is not None:
+        pos = _take(text, match.start("keyword"), found)
+    return found
+
+
+def _by_token(text: str) -> list[ast.Import | ast.ImportFrom]:
+    """import_statements one token at a time (Python 3.10 has no possessive quantifiers)."""
     found: list[ast.Import | ast.ImportFrom] = []
     pos = 0
     while (match := _TOKENS.search(text, pos)) is not None:
         pos = match.end()
         start = match.start("keyword")
-        if start < 0:
-            continue
-        pos = _statement_end(text, start)  # its continuation lines hold no new statement
-        node = _parse_statement(text[start:pos].replace("\\\n", " "))
-        if node is not None:
-            found.append(node)
+        if start >= 0:
+            pos = _take(text, start, found)
     return found
+
+
+def _take(text: str, start: int, found: list[ast.Import | ast.ImportFrom]) -> int:
+    """Add the import statement starting at `start` to `found`; where it ends (its
+    continuation lines hold no new statement)."""
+    end = _statement_end(text, start)
+    node = _parse_statement(text[start:end].replace("\\\n", " "))
+    if node is not None:
+        found.append(node)
+    return end
 
 
 @functools.lru_cache(maxsize=65536)
