@@ -106,10 +106,11 @@ class WordSearch:
                 words.extend(lit for lit in literals if lit not in words)  # type: ignore[misc]
             else:
                 others.append(f"(?:{pattern})")
-        self.words = tuple(words)
+        # A word holding another (`_C._jit` holds `jit`) is found whenever that one is.
+        self.words = tuple(w for w in words if not any(o != w and o in w for o in words))
         self.regex = re.compile("|".join(others)) if others else None
-        # Plain heads of the regex's alternatives (`sm_[5-7]` -> "sm_"): a text without any
-        # of them cannot match, and searching for them is much cheaper than the regex.
+        # Plain heads of the regex's alternatives (`sm_[5-7]` -> "sm_"): a match can only
+        # start where one occurs, and finding them is much cheaper than the regex's search.
         heads: list[str] | None = []
         for pattern in others:
             parts = _alternatives(pattern[3:-1])  # unwrap "(?:...)"
@@ -126,9 +127,16 @@ class WordSearch:
                 return True
         if self.regex is None:
             return False
-        if self.heads is not None and not any(head in text for head in self.heads):
-            return False
-        return self.regex.search(text) is not None
+        if self.heads is None:
+            return self.regex.search(text) is not None
+        # Every match starts where one of the heads does: try the regex only there.
+        for head in self.heads:
+            at = text.find(head)
+            while at >= 0:
+                if self.regex.match(text, at) is not None:
+                    return True
+                at = text.find(head, at + 1)
+        return False
 
 
 def _is_word_char(ch: str) -> bool:
