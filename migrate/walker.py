@@ -53,11 +53,11 @@ class Walker:
 
     def _hot_spellings(self) -> tuple[list[str], re.Pattern[str] | None, list[int]] | None:
         """What a statement must spell for the walk to enter it: a name that can start a
-        reference to a catalogued symbol (`CheckSet.may_reach`) or what a node hook tests for
-        (its `hook_spellings`, `hook_symbols`). A statement spelling none of them holds neither, so the walk skips
-        it. Returns (plain words, a pattern for the rest, line start offsets), or None when
-        every statement is visited (a hook without spellings, line breaks other than "\n",
-        which the parser and the line index would count differently)."""
+        reference to a catalogued symbol (`CheckSet.may_reach`) or what a node hook tests
+        for (its `hook_spellings`, `hook_symbols`). A statement spelling none of them holds
+        neither, so the walk skips it. Returns (plain words, a pattern for the rest, line
+        start offsets), or None when every statement is visited (a hook without spellings,
+        line breaks other than "\n", which the parser and the line index count differently)."""
         patterns: list[str] = []
         extra: list[str] = []
         for listed in self.hooks.values():
