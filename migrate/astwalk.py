@@ -78,18 +78,24 @@ def child_fields(cls: type) -> tuple[str, ...]:
     return found
 
 
+# The only node types with a list field that can hold None: `{**d}` leaves a None key, a
+# keyword-only argument without a default a None default. Other lists are taken whole.
+_LISTS_WITH_NONE = (ast.Dict, ast.arguments)
+
+
 def children(node: ast.AST) -> list[ast.AST]:
     """The child nodes of `node` in field order, singletons left out."""
     out: list[ast.AST] = []
-    fields = _FIELDS.get(type(node)) or child_fields(type(node))
-    for name in fields:
+    for name in _FIELDS.get(type(node)) or child_fields(type(node)):
         value = getattr(node, name, None)
         if value is None:
             continue
         if type(value) is list:
-            out.extend(item for item in value if item is not None)
+            out.extend(value)
         else:
             out.append(value)
+    if type(node) in _LISTS_WITH_NONE and None in out:
+        return [child for child in out if child is not None]
     return out
 
 

@@ -34,7 +34,10 @@ def test_lines_matching_agrees_with_a_line_by_line_search():
 
 
 def test_children_are_iter_child_nodes_without_singletons():
-    tree = ast.parse("x = a + b if not c else d[e:f]\n@dec\nclass K(B, m=1): y: int = 2\n")
+    tree = ast.parse(
+        "x = a + b if not c else d[e:f]\n@dec\nclass K(B, m=1): y: int = 2\n"
+        "z = {**base, 'k': v, **more}\ndef f(p, *, a, b=1, c): return {}\n"  # None in lists
+    )
     for node in ast.walk(tree):
         expected = [c for c in ast.iter_child_nodes(node) if not isinstance(c, _SINGLETONS)]
         assert children(node) == expected
