@@ -15,13 +15,6 @@ from collections.abc import Iterable
 _META = set(".^$*+?{}[]|()\\")
 
 
-def _split_alternatives(pattern: str) -> list[str] | None:
-    """Top-level `a|b|c` -> ["a", "b", "c"]; None when a group or class makes it unclear."""
-    if any(ch in pattern for ch in "()[]"):
-        return None
-    return pattern.split("|")
-
-
 def as_literal(pattern: str) -> str | None:
     """The text a pattern matches when it is a plain word (escapes allowed), else None."""
     out = []
@@ -100,7 +93,7 @@ class WordSearch:
         words: list[str] = []
         others: list[str] = []
         for pattern in patterns:
-            parts = _split_alternatives(pattern)
+            parts = _alternatives(pattern)
             literals = [as_literal(p) for p in parts] if parts is not None else [None]
             if all(lit is not None for lit in literals):
                 words.extend(lit for lit in literals if lit not in words)  # type: ignore[misc]

@@ -145,11 +145,18 @@ class Walker:
             if id(child) not in skipped and (not pruned or self._wanted(child)):
                 self.visit(child)
 
+    def _reference_in(self, node: ast.AST, expr: ast.AST, role: str, **kw) -> bool:
+        """Emit `expr` (the callee, the subscripted value) when it is a reference, then walk
+        the rest of `node`; False when it is none."""
+        found = self.lookup(expr)
+        if not found:
+            return False
+        self.emit(expr, found, role, **kw)  # type: ignore[arg-type]
+        self.generic_visit(node, skip=[expr])
+        return True
+
     def visit_Call(self, node: ast.Call) -> None:
-        found = self.lookup(node.func)
-        if found:
-            self.emit(node.func, found, "call", call=node)
-            self.generic_visit(node, skip=[node.func])
+        if self._reference_in(node, node.func, "call", call=node):
             return
         if (
             isinstance(node.func, ast.Name)
@@ -196,12 +203,8 @@ class Walker:
     visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = _visit_decorated
 
     def visit_Subscript(self, node: ast.Subscript) -> None:
-        found = self.lookup(node.value)
-        if found:
-            self.emit(node.value, found, "subscript", owner=node)
-            self.generic_visit(node, skip=[node.value])
-            return
-        self.generic_visit(node)
+        if not self._reference_in(node, node.value, "subscript", owner=node):
+            self.generic_visit(node)
 
     def _visit_name(self, node: ast.Name | ast.Attribute) -> None:
         if self._inert(node):
