@@ -78,6 +78,7 @@ class CheckSet:
                 self.node_hooks.setdefault(node_type, []).append(check)
         self._hooks_by_types: dict[tuple, dict[type, list[PythonCheck]]] = {}
         self._reach: dict[tuple[str, tuple[str, ...]], bool] = {}
+        self._chain_words: dict[tuple[str, tuple[str, ...]], tuple[str, ...] | None] = {}
         # What an enabled check's references can be (for_symbol answers only those checks).
         self._reachable = [s for s, code in self._exact.items() if code in self._enabled]
         self._reachable += [p.split("*")[0] for p, code in self._patterns if code in self._enabled]
@@ -119,6 +120,34 @@ class CheckSet:
                 s.startswith(qual) or qual.startswith(s) for s in extra
             )
             self._reach[key] = found
+        return found
+
+    def chain_words(self, qual: str, extra: tuple[str, ...] = ()) -> tuple[str, ...] | None:
+        """What a statement must spell to hold a reference that starts with a name bound to
+        `qual` (`may_reach`): None when the name alone can be one (`qual` is a symbol or lies
+        under one); otherwise, for each symbol under `qual`, one segment of the path from
+        `qual` down to it, which every chain reaching it writes out (`torch` -> `jit` for
+        torch.jit.script; a pattern's partial segment, `_jit_`, is found inside the
+        attribute). The empty tuple: no chain from `qual` reaches anything."""
+        key = (qual, extra)
+        if key in self._chain_words:
+            return self._chain_words[key]
+        words: list[str] | None = []
+        for head in (*self._reachable, *extra):
+            if qual.startswith(head) or (
+                head.startswith(qual) and head[len(qual) : len(qual) + 1] != "."
+            ):
+                words = None  # at or under a symbol, or a prefix compared as a string
+                break
+            if head.startswith(qual):
+                segments = [s for s in head[len(qual) + 1 :].split(".") if s]
+                if not segments:  # a pattern right under `qual` (torch.jit.*): any attribute
+                    words = None
+                    break
+                long = [s for s in segments if len(s) >= 3]
+                words.append(long[0] if long else max(segments, key=len))
+        found = None if words is None else tuple(dict.fromkeys(words))
+        self._chain_words[key] = found
         return found
 
     def for_symbol(self, qualname: str) -> PythonCheck | None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable, Iterator
 
 from migrate.astwalk import children
 from migrate.checks.base import PythonCheck, PythonContext, Reference
@@ -49,15 +50,18 @@ class Walker:
         self._bound: dict[tuple[str, int], str | None] = {}
         # Skipping a chain skips its inner nodes' hooks: only when no check hooks them.
         self._may_skip_chains = not (ast.Name in self.hooks or ast.Attribute in self.hooks)
+        self._export_roots: set[str] | None = None
         self.hot = self._hot_spellings()
 
-    def _hot_spellings(self) -> tuple[list[str], re.Pattern[str] | None, list[int]] | None:
-        """What a statement must spell for the walk to enter it: a name that can start a
-        reference to a catalogued symbol (`CheckSet.may_reach`) or what a node hook tests
-        for (its `hook_spellings`, `hook_symbols`). A statement spelling none of them holds
-        neither, so the walk skips it. Returns (plain words, a pattern for the rest, line
-        start offsets), or None when every statement is visited (a hook without spellings,
-        line breaks other than "\n", which the parser and the line index count differently)."""
+    def _hot_spellings(self) -> list[int] | None:
+        """The lines a statement must touch for the walk to enter it: lines that spell a name
+        that can itself be a reference to a catalogued symbol, a segment every chain from a
+        bound module down to one writes out (`CheckSet.chain_words`: `jit` after
+        `import torch`), or what a node hook tests for (its `hook_spellings`,
+        `hook_symbols`). A statement on none of them holds neither, so the walk skips it.
+        Returns the sorted line numbers, or None when every statement is visited (a hook
+        without spellings, line breaks other than "\n", which the parser and the line index
+        count differently)."""
         patterns: list[str] = []
         extra: list[str] = []
         for listed in self.hooks.values():
@@ -68,24 +72,43 @@ class Walker:
                 patterns.extend(spelled)
                 extra.extend(check.hook_symbols)
         symbols = tuple(dict.fromkeys(extra))
-        exports = bool(self.table.exports)  # any name may then reach torch: see _could_resolve
         for scope in self.table.scopes.values():
             for name in (*scope.imports, *scope.aliases):
                 qual = self.table.binding(name, scope)
-                if qual is not None and (exports or self.checks.may_reach(qual, symbols)):
+                if qual is None:
+                    continue
+                if self._remappable(qual):
+                    words = None  # a re-export can turn any chain from it into a torch name
+                elif self.checks.may_reach(qual, symbols):
+                    words = self.checks.chain_words(qual, symbols)
+                else:
+                    continue
+                if words is None:
                     # Short names (`F`, `nn`) are matched as words, not inside other words.
                     patterns.append(re.escape(name) if len(name) > 2 else rf"\b{name}\b")
+                else:
+                    patterns.extend(re.escape(w) for w in words)
         index = self.ctx.index
         text = self.ctx.text
         if "\r" in text or len(index.lines) != text.count("\n") + (not text.endswith("\n")):
             return None
-        words: list[str] = []
-        others: list[str] = []
+        lines: set[int] = set()
         for pattern in dict.fromkeys(patterns):
-            literal = as_literal(pattern)
-            (words.append(literal) if literal is not None else others.append(pattern))
-        regex = re.compile("|".join(others)) if others else None
-        return words, regex, index.starts
+            lines.update(_lines_matching(pattern, text, index.starts))
+        return sorted(lines)
+
+    def _remappable(self, qual: str) -> bool:
+        """Whether a chain from a name bound to `qual` can be turned into another name by a
+        repository re-export (`ScopeTable.canonical`): never a torch name; otherwise only one
+        under a package whose re-exports the scan collected."""
+        exports = self.table.exports
+        if not exports or qual == "torch" or qual.startswith("torch."):
+            return False
+        if self._export_roots is None:
+            self._export_roots = {key.split(".")[0] for key in exports}
+        roots = self._export_roots
+        script_dir = self.table.script_dir
+        return qual.split(".")[0] in roots or bool(script_dir and script_dir.split(".")[0] in roots)
 
     def _rooted(self, qual: str) -> bool:
         return qual.startswith("torch") or qual.split(".")[0] in self.checks.roots
@@ -94,18 +117,13 @@ class Walker:
         """Whether the walk enters `child`: not a statement that spells nothing hot."""
         if not isinstance(child, ast.stmt):
             return True
-        words, regex, starts = self.hot  # type: ignore[misc]
         start = child.lineno
         for decorator in getattr(child, "decorator_list", ()):
             start = min(start, decorator.lineno)
         end = child.end_lineno or start
-        text = self.ctx.text
-        a = starts[start - 1] if start - 1 < len(starts) else len(text)
-        b = starts[end] if end < len(starts) else len(text)
-        for word in words:
-            if text.find(word, a, b) >= 0:
-                return True
-        return regex is not None and regex.search(text, a, b) is not None
+        lines = self.hot
+        at = bisect_left(lines, start)  # type: ignore[arg-type]
+        return at < len(lines) and lines[at] <= end  # type: ignore[index]
 
     def lookup(self, expr: ast.AST) -> tuple[str, PythonCheck] | None:
         if not isinstance(expr, (ast.Name, ast.Attribute)):
@@ -248,14 +266,33 @@ class Walker:
         qual = self._bound[key]
         if qual is None:
             return False
-        if self.table.exports:  # a repository re-export can turn `pkg.x` into a torch name
-            return True
-        return self._rooted(qual)
+        return self._rooted(qual) or self._remappable(qual)
 
     def run(self) -> None:
         self.visit(self.ctx.tree)
         for check in self.checks.python:
             check.on_end(self.ctx)
+
+
+def _lines_matching(pattern: str, text: str, starts: list[int]) -> Iterator[int]:
+    """The (1-based) lines on which a match of `pattern` starts: after each match, the
+    search goes on from the next line's start."""
+    literal = as_literal(pattern)
+    regex = re.compile(pattern) if literal is None else None
+
+    def first(pos: int) -> int:
+        if literal is not None:
+            return text.find(literal, pos)
+        match = regex.search(text, pos)  # type: ignore[union-attr]
+        return match.start() if match else -1
+
+    at = first(0)
+    while at >= 0:
+        line = bisect_right(starts, at)  # the line holding offset `at`
+        yield line
+        if line >= len(starts):
+            return
+        at = first(starts[line])
 
 
 # Per node type: the visit_* function, looked up once (not by name for every node). Kept

@@ -28,20 +28,23 @@ def findings(
     monkeypatch: pytest.MonkeyPatch,
     checks: CheckSet = CHECKS,
     repo_facts: dict[str, frozenset[str]] | None = None,
+    exports: dict[str, str] | None = None,
 ) -> list[str]:
     with monkeypatch.context() as patch:
         if full:  # every statement entered, every hook called on every file
             patch.setattr(Walker, "_hot_spellings", lambda self: None)
             patch.setattr(CheckSet, "hooks_for", lambda self, text: self.node_hooks)
-        result = analyze_python("m.py", text, checks, "pkg.m", repo_facts=repo_facts)
+        result = analyze_python(
+            "m.py", text, checks, "pkg.m", exports=exports, repo_facts=repo_facts
+        )
     assert result.error is None, result.error
     return [repr(f) for f in result.findings]
 
 
-def test_pruned_walk_finds_what_a_full_walk_finds_on_every_fixture_file(monkeypatch):
-    files = sorted((ROOT / "fixtures").rglob("*.py"))
+def compare_on_fixtures(monkeypatch: pytest.MonkeyPatch, **kwargs) -> None:
+    """Pruned and full walks agree on every fixture file the prefilter lets through."""
     compared = found = 0
-    for path in files:
+    for path in sorted((ROOT / "fixtures").rglob("*.py")):
         text = path.read_text(encoding="utf-8", errors="replace")
         if not CHECKS.wants_parse(text):
             continue
@@ -49,11 +52,29 @@ def test_pruned_walk_finds_what_a_full_walk_finds_on_every_fixture_file(monkeypa
             ast.parse(text)
         except (SyntaxError, ValueError):
             continue
-        pruned = findings(text, False, monkeypatch)
-        assert pruned == findings(text, True, monkeypatch), path
+        pruned = findings(text, False, monkeypatch, **kwargs)
+        assert pruned == findings(text, True, monkeypatch, **kwargs), path
         compared += 1
         found += len(pruned)
     assert compared > 200 and found > 400, (compared, found)  # not vacuous
+
+
+def test_pruned_walk_finds_what_a_full_walk_finds_on_every_fixture_file(monkeypatch):
+    compare_on_fixtures(monkeypatch)
+
+
+def test_under_repository_re_exports_the_pruned_walk_finds_the_same(monkeypatch):
+    """With a re-export table (names of the repository's own packages that stand for torch
+    APIs), a chain from one of those packages can become a torch name anywhere, so such names
+    are hot; torch's own names and other packages' still need their segments written."""
+    exports = {
+        "pkg.helpers.compile_fn": "torch.jit.script",
+        "pkg.helpers.jitmod": "torch.jit",
+        "m.tracer": "torch.jit.trace",
+    }
+    compare_on_fixtures(monkeypatch, exports=exports)
+    text = "from pkg import helpers as h\nimport os\n\ny = os.sep\nx = h.compile_fn(f)\n"
+    assert any("MIG101" in f for f in findings(text, False, monkeypatch, exports=exports))
 
 
 @pytest.mark.parametrize("codes", [("MIG131",), ("MIG110",), ("MIG110", "MIG131")])
@@ -153,6 +174,32 @@ def test_the_walk_skips_a_statement_that_spells_nothing_it_can_act_on():
     assert walker.hot is not None
     assert not walker._wanted(tree.body[2])
     assert walker._wanted(tree.body[3])
+
+
+def test_a_module_name_makes_hot_only_the_statements_that_write_a_segment_down_to_a_symbol():
+    text = (
+        "import torch\nimport triton\n"
+        "a = torch.ones(2)\n"  # 3: torch, but no path to a catalogued symbol
+        "b = torch.\\\n    jit.script(f)\n"  # 4-5: the chain spread over two lines
+        "@triton.jit\ndef k(): pass\n"  # 6-7: `jit` of another package: entered all the same
+        "c = torch._C._jit_pass_inline(g)\n"  # 8: under the torch._C._jit_* pattern
+    )
+    tree = ast.parse(text)
+    ctx = PythonContext("m.py", text, tree, ScopeTable(tree, "m", False))
+    walker = Walker(ctx, CHECKS)
+    wanted = [walker._wanted(stmt) for stmt in tree.body]
+    assert wanted == [False, False, False, True, True, True], wanted
+
+
+def test_what_a_chain_from_a_bound_name_must_write():
+    words = CHECKS.chain_words("torch")
+    assert words is not None and "jit" in words and "_jit_" in words
+    assert CHECKS.chain_words("torch._C") == ("_jit_",)
+    assert CHECKS.chain_words("torch.jit") is None  # torch.jit.*: any attribute is one
+    assert CHECKS.chain_words("torch.jit.script") is None  # the name itself is a reference
+    assert CHECKS.chain_words("torch.jit.script.foo") is None
+    assert CHECKS.chain_words("torch.version", ("torch.version.cuda",)) == ("cuda",)
+    assert CheckSet(["MIG110"]).chain_words("torch") == ("jit",)
 
 
 def test_a_line_break_the_parser_counts_differently_turns_pruning_off():
