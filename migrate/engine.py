@@ -94,7 +94,11 @@ class RepoPass:
     """A second analysis with the repository's merged facts: `codes` alone (None: all)."""
 
     codes: tuple[str, ...] | None
-    facts: dict[str, frozenset[str]]
+    # None: the facts the worker was started with (sent once per process, not per batch).
+    facts: dict[str, frozenset[str]] | None
+
+    def merged_facts(self) -> dict[str, frozenset[str]]:
+        return self.facts if self.facts is not None else _WORKER_STATE["repo_facts"]  # type: ignore[return-value]
 
 
 # --------------------------------------------------------------------------- one file
@@ -318,9 +322,12 @@ def _rare_collections() -> Iterator[None]:
         gc.set_threshold(*old)
 
 
-def _pool_worker_init(codes: list[str], options: dict, per_file_ignores: dict) -> None:
+def _pool_worker_init(
+    codes: list[str], options: dict, per_file_ignores: dict, repo_facts: dict | None
+) -> None:
     gc.set_threshold(*_SCAN_GC_THRESHOLDS)  # a worker process only ever scans
     _worker_init(codes, options, per_file_ignores)
+    _WORKER_STATE["repo_facts"] = repo_facts
 
 
 def _worker_init(codes: list[str], options: dict, per_file_ignores: dict) -> None:
@@ -394,7 +401,7 @@ def analyze_loaded(
         # included, stays from phase 1 (_repo_pass).
         args = (job.module, job.is_package, exports, job.script_dir)
         result = analyze_python(
-            job.display, text, checks, *args, repo_facts=repo.facts, hints=False
+            job.display, text, checks, *args, repo_facts=repo.merged_facts(), hints=False
         )
         _suppress(result, text, _WORKER_STATE["pfi"])  # type: ignore[arg-type]
         return result
@@ -409,7 +416,7 @@ def analyze_loaded(
                 found = checks.remember.findall("\n" + text)
                 result.remembered = {w for m in found for w in _groups(m)}
         else:
-            facts = repo.facts if repo else None
+            facts = repo.merged_facts() if repo else None
             args = (job.module, job.is_package, exports, job.script_dir)
             result = analyze_python(job.display, text, checks, *args, repo_facts=facts)
         if text_checks and result.error is None:
@@ -468,9 +475,14 @@ class Scanner:
         workers = self.options.jobs or os.cpu_count() or 1
         return 1 if workers <= 1 or count < PARALLEL_THRESHOLD else workers
 
-    def _execute(self, work: list[tuple]) -> list[FileResult]:
+    def _execute(
+        self, work: list[tuple], repo_facts: dict[str, frozenset[str]] | None = None
+    ) -> list[FileResult]:
+        """Run the jobs here or in a process pool; `repo_facts`: what a RepoPass without
+        facts of its own reads (megabytes on a large tree: sent to each process once)."""
         workers = self._workers(len(work))
         if workers == 1:
+            _WORKER_STATE["repo_facts"] = repo_facts
             results = []
             for item in work:
                 results.append(_run_job(*item))
@@ -483,7 +495,7 @@ class Scanner:
         with ProcessPoolExecutor(
             max_workers=workers,
             initializer=_pool_worker_init,
-            initargs=(self.codes, self.check_options, self.options.per_file_ignores),
+            initargs=(self.codes, self.check_options, self.options.per_file_ignores, repo_facts),
         ) as pool:
             for batch_result in pool.map(_run_batch, batches):
                 results.extend(batch_result)
@@ -640,11 +652,11 @@ class Scanner:
             mine = r.facts if r.parsed else None
             codes = tuple(c.code for c in self.checks.python if c.rerun(facts, mine, r.remembered))
             if codes:
-                todo.append((job, self.exports or None, RepoPass(codes, facts)))
+                todo.append((job, self.exports or None, RepoPass(codes, None)))
         rerun = {job.display: set(p.codes or ()) for job, _, p in todo}
         if self._workers(len(todo)) > 1:
             self._facts_while_workers_run(results)
-        for new in self._execute(todo):
+        for new in self._execute(todo, facts):
             old = results[new.path]
             if new.error:  # phase 1 skipped or reported this file; keep its verdict
                 continue
