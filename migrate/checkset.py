@@ -126,14 +126,15 @@ class CheckSet:
         """What a statement must spell to hold a reference that starts with a name bound to
         `qual` (`may_reach`): None when the name alone can be one (`qual` is a symbol or lies
         under one); otherwise, for each symbol under `qual`, one segment of the path from
-        `qual` down to it, which every chain reaching it writes out (`torch` -> `jit` for
-        torch.jit.script; a pattern's partial segment, `_jit_`, is found inside the
-        attribute). The empty tuple: no chain from `qual` reaches anything."""
+        `qual` down to it, which every chain reaching it writes out (`import torch`: `jit`
+        for torch.jit.*, `optimize_for_mobile`; a pattern's partial segment, `_jit_`, is
+        found inside the attribute). Any segment would do: the longest, unless the path
+        holds a segment already chosen (every torch.jit.X path holds `jit`)."""
         key = (qual, extra)
         if key in self._chain_words:
             return self._chain_words[key]
         words: list[str] | None = []
-        for head in (*self._reachable, *extra):
+        for head in sorted({*self._reachable, *extra}, key=len):
             if qual.startswith(head) or (
                 head.startswith(qual) and head[len(qual) : len(qual) + 1] != "."
             ):
@@ -144,9 +145,9 @@ class CheckSet:
                 if not segments:  # a pattern right under `qual` (torch.jit.*): any attribute
                     words = None
                     break
-                long = [s for s in segments if len(s) >= 3]
-                words.append(long[0] if long else max(segments, key=len))
-        found = None if words is None else tuple(dict.fromkeys(words))
+                if not any(s in words for s in segments):
+                    words.append(max(segments, key=len))
+        found = None if words is None else tuple(words)
         self._chain_words[key] = found
         return found
 
