@@ -138,7 +138,7 @@ def analyze_python(
             result.error = f"cannot parse: {exc}"
             return result
         try:
-            table = ScopeTable(tree, module, is_package, exports, script_dir)
+            table = ScopeTable(tree, module, is_package, exports, script_dir, text=text)
             exported = table.module_exports()
             ctx = PythonContext(display, text, tree, table)
             ctx.repo_facts = repo_facts or {}

@@ -7,6 +7,8 @@ this small table instead; libcst is only used where a rewrite is written (migrat
 from __future__ import annotations
 
 import ast
+import weakref
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
@@ -59,6 +61,7 @@ class ScopeTable:
         exports: Mapping[str, str] | None = None,
         script_dir: str = "",
         module_only: bool = False,
+        text: str | None = None,
     ) -> None:
         self.module = module
         self.module_only = module_only
@@ -67,9 +70,17 @@ class ScopeTable:
         # Dotted folder of a module outside any package (tools/export.py -> "tools"): run as
         # a script, its folder is on sys.path, so `from compat import x` means tools/compat.py.
         self.script_dir = script_dir
-        self.scopes: dict[ast.AST, Scope] = {}
+        self.scopes: _Scopes = _Scopes(self)
         self.scope_of_node: dict[int, Scope] = {}
         self.repo_imports: set[str] = set()  # qualnames imported from non-torch modules
+        # Function bodies collected only when something asks about them (see _defer); not
+        # with a "\r" line break, which the parser counts as a line and _lines_holding not.
+        lazy = text is not None and "\r" not in text
+        self._import_lines = _lines_holding("import", text) if lazy else None  # type: ignore[arg-type]
+        self._pending: dict[int, tuple[ast.FunctionDef | ast.AsyncFunctionDef, Scope]] = {}
+        self._pending_starts: list[tuple[int, int]] = []
+        self._pending_nodes: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
+        self._filling = False
         root = Scope(tree, None, "module")
         self.scopes[tree] = root
         self.module_scope = root
@@ -167,8 +178,67 @@ class ScopeTable:
         if not isinstance(node, ast.ClassDef):
             for arg in self._all_args(node.args):
                 self._bind_local(inner, arg.arg)
+            if self._defer(node, scope, inner):
+                return
         for stmt in node.body:
             self._collect_node(stmt, inner)
+
+    # ---- function bodies on demand --------------------------------------------------
+    # Most function bodies of a file are never asked about: the walk enters only the
+    # statements that spell something it can act on. A function defined at module or class
+    # level whose lines hold no `import` binds nothing any other scope sees (its imports would
+    # be the only thing `import_scopes` and `repo_imports` read), so its body is collected
+    # the first time a lookup needs it: a node inside it (`scope_for`), its scope (`scopes`).
+    def _defer(
+        self, node: ast.FunctionDef | ast.AsyncFunctionDef, outer: Scope, inner: Scope
+    ) -> bool:
+        lines = self._import_lines
+        if lines is None or outer.kind not in ("module", "class") or node.end_lineno is None:
+            return False
+        if self._filling:  # a class in a deferred body: collected with it (starts stay sorted)
+            return False
+        at = bisect_left(lines, node.lineno)
+        if at < len(lines) and lines[at] <= node.end_lineno:
+            return False
+        self._pending[id(node)] = (node, inner)
+        self._pending_starts.append((node.lineno, node.col_offset))
+        self._pending_nodes.append(node)
+        return True
+
+    def _fill(self, node: ast.AST) -> None:
+        entry = self._pending.pop(id(node), None)
+        if entry is not None:
+            func, inner = entry
+            self._filling = True
+            try:
+                for stmt in func.body:
+                    self._collect_node(stmt, inner)
+            finally:
+                self._filling = False
+
+    def _fill_all(self) -> None:
+        for func, _ in list(self._pending.values()):
+            self._fill(func)
+
+    def _fill_around(self, node: ast.AST) -> None:
+        """Collect the deferred body that holds `node` (deferred bodies do not nest: only
+        module- and class-level functions are deferred, in source order)."""
+        line = getattr(node, "lineno", None)
+        if line is None:  # comprehension, withitem, match_case...: no position to look up
+            self._fill_all()
+            return
+        at = bisect_right(self._pending_starts, (line, node.col_offset)) - 1  # type: ignore[attr-defined]
+        if at < 0:
+            return
+        func = self._pending_nodes[at]
+        end = (func.end_lineno or 0, func.end_col_offset or 0)
+        if (node.end_lineno or line, node.end_col_offset or 0) <= end:  # type: ignore[attr-defined]
+            self._fill(func)
+
+    def import_scopes(self) -> Iterator[Scope]:
+        """Every scope that can hold an import (a deferred body holds none): what readers of
+        `Scope.imports` iterate, without collecting the deferred bodies."""
+        return iter(dict.values(self.scopes))
 
     def _on_lambda(self, node: ast.Lambda, scope: Scope) -> None:
         if self.module_only:
@@ -237,7 +307,11 @@ class ScopeTable:
         return None
 
     def scope_for(self, node: ast.AST) -> Scope:
-        return self.scope_of_node.get(id(node), self.module_scope)
+        scope = self.scope_of_node.get(id(node))
+        if scope is None and self._pending:
+            self._fill_around(node)
+            scope = self.scope_of_node.get(id(node))
+        return scope if scope is not None else self.module_scope
 
     def binding(self, name: str, scope: Scope, _depth: int = 0) -> Binding:
         current: Scope | None = scope
@@ -321,6 +395,60 @@ _SPECIAL = {
     ast.withitem: ScopeTable._on_withitem,
     ast.ExceptHandler: ScopeTable._on_except,
 }
+
+
+class _Scopes(dict):
+    """ScopeTable.scopes: {scope node: Scope}. Reading a deferred function's scope, or all of
+    them, first collects its body."""
+
+    def __init__(self, table: ScopeTable) -> None:
+        super().__init__()
+        # Weak: a table and its scopes holding each other would leave every parsed tree to
+        # the cycle collector, which a scan runs rarely (tests/test_no_reference_cycles.py).
+        self._table = weakref.ref(table)
+
+    def _fill(self, node: ast.AST | None = None) -> None:
+        table = self._table()
+        if table is not None and table._pending:
+            table._fill(node) if node is not None else table._fill_all()
+
+    def __getitem__(self, node: ast.AST) -> Scope:
+        self._fill(node)
+        return super().__getitem__(node)
+
+    def get(self, node: ast.AST, default=None):  # type: ignore[override]
+        self._fill(node)
+        return super().get(node, default)
+
+    def values(self):  # type: ignore[override]
+        self._fill()
+        return super().values()
+
+    def items(self):  # type: ignore[override]
+        self._fill()
+        return super().items()
+
+    def __iter__(self):
+        self._fill()
+        return super().__iter__()
+
+
+def _lines_holding(word: str, text: str) -> list[int]:
+    """The (1-based) line numbers on which `word` occurs, in order."""
+    lines: list[int] = []
+    at = text.find(word)
+    line, last = 1, 0
+    while at >= 0:
+        line += text.count("\n", last, at)
+        lines.append(line)
+        last = at
+        nxt = text.find("\n", at)
+        if nxt < 0:
+            break
+        line += 1
+        last = nxt + 1
+        at = text.find(word, last)
+    return lines
 
 
 def _repo_roots(table: ScopeTable) -> set[str]:

@@ -72,7 +72,7 @@ class Walker:
                 patterns.extend(spelled)
                 extra.extend(check.hook_symbols)
         symbols = tuple(dict.fromkeys(extra))
-        for scope in self.table.scopes.values():
+        for scope in self.table.import_scopes():
             for name in (*scope.imports, *scope.aliases):
                 qual = self.table.binding(name, scope)
                 if qual is None:

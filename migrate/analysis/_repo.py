@@ -101,7 +101,7 @@ def calls_spelled(
     every call that can resolve to one of `quals` and is spelled that way. Only the
     statements on the lines that hold one of those words are walked."""
     words = set(names)
-    for scope in table.scopes.values():
+    for scope in table.import_scopes():
         words.update(local for local, q in scope.imports.items() if table.canonical(q) in quals)
     module_scope = table.module_scope
     words.update(
@@ -201,7 +201,7 @@ class FileIndex:
         """Calls of a function or method named one of `names`, or of an imported alias
         (`from torch.jit import load as L`): the others cannot be the API asked for."""
         self._index()
-        aliases = {local for scope in self.table.scopes.values() for local in scope.imports}
+        aliases = {local for scope in self.table.import_scopes() for local in scope.imports}
         aliases.update(self.table.module_scope.aliases)
         for call in self._calls:
             func = call.func

@@ -210,7 +210,7 @@ def _imports_lightning(f: FileIndex) -> bool:
     roots = set(all_rules()["MIG140"].extra.get("frameworks") or ())
     return any(
         qual.split(".")[0] in roots
-        for scope in f.table.scopes.values()
+        for scope in f.table.import_scopes()
         for qual in scope.imports.values()
     )
 

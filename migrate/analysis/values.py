@@ -251,7 +251,7 @@ def _may_refer(f: FileIndex, aliases: dict[str, CaptureValue]) -> bool:
 def _uses_in(f: FileIndex, aliases: dict[str, CaptureValue], words: set[str]) -> None:
     module_scope = f.table.module_scope
     names = {w for w in words if w in f.src.text}
-    for scope in f.table.scopes.values():
+    for scope in f.table.import_scopes():
         for local, imported in scope.imports.items():
             if f.table.canonical(imported) in aliases:
                 names.add(local)

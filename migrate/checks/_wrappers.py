@@ -18,7 +18,7 @@ def framework_import(ctx: PythonContext, rule: Rule) -> str | None:
 
     def find() -> str | None:
         roots = set(rule.extra.get("frameworks") or ())
-        for scope in ctx.table.scopes.values():
+        for scope in ctx.table.import_scopes():
             for qual in scope.imports.values():
                 if ctx.table.canonical(qual).split(".")[0] in roots:
                     return qual
