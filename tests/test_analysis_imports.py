@@ -4,6 +4,8 @@ import ast
 import textwrap
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from migrate.analysis import imports
 from migrate.analysis.imports import import_statements
@@ -96,3 +98,14 @@ def test_both_ways_read_the_same_statements_from_every_fixture():
         assert fast == slow, path
         compared += bool(fast)
     assert compared > 250
+
+
+@given(
+    st.text(alphabet="ab ()\\#;\n\r\t", max_size=60),
+    st.integers(min_value=0, max_value=60),
+)
+def test_a_plain_line_ends_where_the_character_loop_ends_it(text, start):
+    """_statement_end skips the character loop on a line without ( ) \\ # ; and must end
+    every statement where that loop does."""
+    start = min(start, len(text))
+    assert imports._statement_end(text, start) == imports._logical_end(text, start)

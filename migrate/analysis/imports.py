@@ -52,6 +52,10 @@ _TO_NEXT_IMPORT = (
 )
 
 
+# What can end an import statement before its line does, or carry it onto the next line.
+_CONTINUES = re.compile(r"[()\\#;]")
+
+
 def import_statements(text: str) -> list[ast.Import | ast.ImportFrom]:
     """The Import and ImportFrom statements of a Python source, in order."""
     if not _ANY_IMPORT.search(text):
@@ -102,6 +106,16 @@ def _parse_statement(source: str) -> ast.Import | ast.ImportFrom | None:
 def _statement_end(text: str, start: int) -> int:
     """Where the import statement starting at `start` ends: at the end of its logical line
     (through parentheses and backslash continuations), before a comment or `; ...`."""
+    line_end = text.find("\n", start)
+    if line_end < 0:
+        line_end = len(text)
+    if not _CONTINUES.search(text, start, line_end):
+        return line_end  # one plain line, as most imports are: what _logical_end finds
+    return _logical_end(text, start)
+
+
+def _logical_end(text: str, start: int) -> int:
+    """_statement_end one character at a time."""
     end = start
     depth = 0
     n = len(text)
