@@ -10,6 +10,7 @@ import ast
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, ClassVar, TypeVar
 
@@ -65,9 +66,7 @@ class LineIndex:
     def __init__(self, text: str) -> None:
         self.text = text
         self.lines = text.splitlines(keepends=True)
-        self.starts = [0]
-        for line in self.lines:
-            self.starts.append(self.starts[-1] + len(line))
+        self.starts = [0, *accumulate(map(len, self.lines))]
 
     def offset(self, line: int, col: int) -> int:
         """line 1-based, col 0-based characters."""
