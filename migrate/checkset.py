@@ -83,6 +83,9 @@ class CheckSet:
         self._reachable = [s for s, code in self._exact.items() if code in self._enabled]
         self._reachable += [p.split("*")[0] for p, code in self._patterns if code in self._enabled]
 
+    def python_check(self, code: str) -> PythonCheck:
+        return self._enabled[code]
+
     def wants_parse(self, text: str) -> bool:
         """Whether a Python file's text holds a word some enabled check needs."""
         if self.python_prefilter.search(text):

@@ -83,6 +83,8 @@ class FileResult:
     import_words: set[str] = field(default_factory=set)
     facts: dict[str, set[str]] = field(default_factory=dict)  # ctx.facts (repository pass)
     remembered: set[str] = field(default_factory=set)  # checks' `remember` words, unparsed files
+    # Findings judged for outcomes of the repository pass (PythonContext.variants).
+    variants: dict[str, dict[frozenset[str], list[Finding]]] = field(default_factory=dict)
     # Certain that no call here is a TorchScript maker (the fix planner's capture search then
     # skips the file); False also where nobody looked.
     no_makers: bool = False
@@ -157,6 +159,10 @@ def analyze_python(
     result.repo_imports = table.repo_imports
     result.facts = ctx.facts
     result.findings = _once(ctx.findings)
+    result.variants = {
+        code: {outcome: _once(found) for outcome, found in outcomes.items()}
+        for code, outcomes in ctx.variants.items()
+    }
     return result
 
 
@@ -251,6 +257,8 @@ def _comments(text: str, python: bool) -> dict[int, str] | list[str]:
 
 
 def _suppress(result: FileResult, text: str, per_file_ignores: dict[str, list[str]]) -> None:
+    """Drop the findings (and their phase-1 variants) a `# migrate: ignore` comment or a
+    per-file-ignores entry silences."""
     if not result.findings:
         return
     comments = _comments(text, result.path.endswith((".py", ".pyi")))
@@ -261,19 +269,21 @@ def _suppress(result: FileResult, text: str, per_file_ignores: dict[str, list[st
         or fnmatch.fnmatchcase(result.path, f"*/{pattern}")
         for code in codes
     ]
-    kept = []
-    for f in result.findings:
+
+    def heard(f: Finding) -> bool:
         if any(f.rule.startswith(c.upper()) for c in ignored):
-            continue
+            return False
         if isinstance(comments, dict):
             first, last = comments.get(f.line, ""), comments.get(f.end_line, "")
         else:
             first = comments[f.line - 1] if f.line - 1 < len(comments) else ""
             last = comments[f.end_line - 1] if f.end_line - 1 < len(comments) else ""
-        if is_suppressed(first, f.rule) or is_suppressed(last, f.rule):
-            continue
-        kept.append(f)
-    result.findings = kept
+        return not (is_suppressed(first, f.rule) or is_suppressed(last, f.rule))
+
+    result.findings = [f for f in result.findings if heard(f)]
+    for outcomes in result.variants.values():
+        for outcome, found in outcomes.items():
+            outcomes[outcome] = [f for f in found if heard(f)]
 
 
 # --------------------------------------------------------------------------- workers
@@ -653,6 +663,7 @@ class Scanner:
             codes = tuple(c.code for c in self.checks.python if c.rerun(facts, mine, r.remembered))
             if codes:
                 todo.append((job, self.exports or None, RepoPass(codes, None)))
+        todo = [item for item in todo if not self._settled(item[0], item[2], facts, results)]
         rerun = {job.display: set(p.codes or ()) for job, _, p in todo}
         if self._workers(len(todo)) > 1:
             self._facts_while_workers_run(results)
@@ -664,6 +675,26 @@ class Scanner:
             findings = sorted(kept + new.findings, key=lambda f: (f.line, f.column))
             results[new.path] = replace(old, findings=findings, parsed=True)
         return facts
+
+    def _settled(
+        self, job: _Job, repo: RepoPass, facts: dict[str, frozenset[str]], results: dict
+    ) -> bool:
+        """Whether the checks to run again on this file can settle its findings from their
+        phase-1 variants (PythonCheck.settle) instead: then they are replaced here."""
+        old = results[job.display]
+        settled: dict[str, list[Finding]] = {}
+        for code in repo.codes or ():
+            variants = old.variants.get(code)
+            found = self.checks.python_check(code).settle(variants, facts) if variants else None
+            if found is None:
+                return False
+            settled[code] = found
+        kept = [f for f in old.findings if f.rule not in settled]
+        new = [f for found in settled.values() for f in found]
+        results[job.display] = replace(
+            old, findings=sorted(kept + new, key=lambda f: (f.line, f.column))
+        )
+        return True
 
     def _outside_exports(
         self, jobs: list[_Job], results: dict[str, FileResult], paths: list

@@ -180,6 +180,9 @@ class PythonContext(FileContext):
         # union over the repository), and the merged facts when the engine runs it again.
         self.facts: dict[str, set[str]] = {}
         self.repo_facts: Mapping[str, frozenset[str]] = {}
+        # Findings a check judged in phase 1 for outcomes of the repository pass, by check
+        # and outcome (PythonCheck.settle picks one instead of a second analysis).
+        self.variants: dict[str, dict[frozenset[str], list[Finding]]] = {}
         self._memo: dict[str, object] = {}
 
     def memo(self, key: str, compute: Callable[[], T]) -> T:
@@ -310,6 +313,13 @@ class PythonCheck(Check):
         `remembered` holds the `remember` words of a file that was not parsed.
         """
         return False
+
+    def settle(
+        self, variants: Mapping[frozenset[str], list[Finding]], repo: Mapping[str, frozenset[str]]
+    ) -> list[Finding] | None:
+        """The findings analysing the file again with the repository's merged facts (`repo`)
+        would give, picked from the `variants` it judged in phase 1; None: analyse again."""
+        return None
 
     def on_reference(self, ref: Reference, ctx: PythonContext) -> None:
         ctx.report(

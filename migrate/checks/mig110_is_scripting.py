@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
 
 from migrate.astwalk import walk_lines
 from migrate.checks._fold import fold
 from migrate.checks.base import PythonCheck, PythonContext, Reference
-from migrate.findings import FixKind
+from migrate.findings import Finding, FixKind
 from migrate.textsearch import WholeWords
 
 # Repository facts: where code is still scripted, traced, or exported to ONNX by the
@@ -42,6 +43,38 @@ class IsScriptingToFalse(PythonCheck):
         return False
 
     def on_reference(self, ref: Reference, ctx: PythonContext) -> None:
+        self._judge(ref, ctx)
+        if ctx.repo_facts:
+            return
+        # Phase 1 judges with this file's blockers only; the repository pass would analyse
+        # the file again once others block a name it asks. Its findings are judged here for
+        # each such outcome instead (`settle` picks one): no second parse.
+        for blocked in _OUTCOMES:
+            found, findings = ctx.repo_facts, ctx.findings
+            ctx.repo_facts, ctx.findings = _placeholders(blocked), []
+            try:
+                self._judge(ref, ctx)
+            finally:
+                judged, ctx.findings, ctx.repo_facts = ctx.findings, findings, found
+            ctx.variants.setdefault(self.code, {}).setdefault(blocked, []).extend(judged)
+
+    def settle(
+        self, variants: Mapping[frozenset[str], list[Finding]], repo: Mapping[str, frozenset[str]]
+    ) -> list[Finding] | None:
+        """This file's findings with the repository's blockers, from its phase-1 variants:
+        what analysing it again would report."""
+        blocked = frozenset(n for n, keys in BLOCKERS.items() if any(repo.get(k) for k in keys))
+        if blocked not in variants:
+            return None
+        settled = []
+        for f in variants[blocked]:
+            if _PENDING in f.message:
+                name = f.symbol.rsplit(".", 1)[-1]
+                f = replace(f, message=_still_answers(name, _blocker(name, repo)))  # type: ignore[arg-type]
+            settled.append(f)
+        return settled
+
+    def _judge(self, ref: Reference, ctx: PythonContext) -> None:
         name = ref.qualname.rsplit(".", 1)[-1]
         if ref.role != "call" or ref.call is None or ref.call.args or ref.call.keywords:
             ctx.report(
@@ -58,7 +91,7 @@ class IsScriptingToFalse(PythonCheck):
             ctx.report(
                 self.rule,
                 ref.call,
-                f"`{name}()` still answers: {blocker}; it becomes False once that is migrated",
+                _still_answers(name, blocker),
                 symbol=ref.qualname,
                 fix=FixKind.ASSISTED,
             )
@@ -76,20 +109,8 @@ class IsScriptingToFalse(PythonCheck):
 
     def blocker(self, name: str, ctx: PythonContext) -> str | None:
         here = ctx.memo("MIG110.facts", lambda: _file_facts(ctx))
-        found = {
-            key: sorted(set(ctx.repo_facts.get(key, ())) | here.get(key, set()))
-            for key in BLOCKERS[name]
-        }
-        if found.get(SCRIPTS):
-            return f"the repository still scripts code ({found[SCRIPTS][0]})"
-        if found.get(ONNX):
-            return (
-                f"the TorchScript-based ONNX exporter traces this code ({found[ONNX][0]}: "
-                "`torch.onnx.export` without `dynamo=True`)"
-            )
-        if found.get(TRACES):
-            return f"the repository still traces code ({found[TRACES][0]})"
-        return None
+        both = {key: {*ctx.repo_facts.get(key, ()), *here.get(key, ())} for key in BLOCKERS[name]}
+        return _blocker(name, both)
 
     def becomes_false(self, node: ast.AST, ctx: PythonContext) -> bool:
         """Whether `node` (of the file's tree) is an is_scripting()/is_tracing() call that
@@ -102,6 +123,40 @@ class IsScriptingToFalse(PythonCheck):
     def on_end(self, ctx: PythonContext) -> None:
         for key, places in ctx.memo("MIG110.facts", lambda: _file_facts(ctx)).items():
             ctx.facts.setdefault(key, set()).update(places)
+
+
+def _blocker(name: str, facts: Mapping[str, Iterable[str]]) -> str | None:
+    """What keeps `name` answering, from the places that script, trace or export to ONNX."""
+    found = {key: sorted(facts.get(key, ())) for key in BLOCKERS[name]}
+    if found.get(SCRIPTS):
+        return f"the repository still scripts code ({found[SCRIPTS][0]})"
+    if found.get(ONNX):
+        return (
+            f"the TorchScript-based ONNX exporter traces this code ({found[ONNX][0]}: "
+            "`torch.onnx.export` without `dynamo=True`)"
+        )
+    if found.get(TRACES):
+        return f"the repository still traces code ({found[TRACES][0]})"
+    return None
+
+
+def _still_answers(name: str, blocker: str) -> str:
+    return f"`{name}()` still answers: {blocker}; it becomes False once that is migrated"
+
+
+# Phase-1 variants: each set of names the rest of the repository may block, judged with a
+# placeholder place (sorted first, so every blocked message names it; `settle` rewrites it).
+_OUTCOMES = (
+    frozenset({"is_scripting"}),
+    frozenset({"is_tracing"}),
+    frozenset({"is_scripting", "is_tracing"}),
+)
+_PENDING = "\x00"
+
+
+def _placeholders(blocked: frozenset[str]) -> dict[str, frozenset[str]]:
+    # Under every key of a name: the message names the first key found (ONNX before TRACES).
+    return {key: frozenset({_PENDING}) for name in blocked for key in BLOCKERS[name]}
 
 
 _SCRIPTING = frozenset(
