@@ -1,12 +1,14 @@
 """import_statements reads a file's imports from its text: the same statements ast finds."""
 
 import ast
+import re
 import textwrap
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from migrate import engine
 from migrate.analysis import imports
 from migrate.analysis.imports import import_statements
 
@@ -109,3 +111,17 @@ def test_a_plain_line_ends_where_the_character_loop_ends_it(text, start):
     every statement where that loop does."""
     start = min(start, len(text))
     assert imports._statement_end(text, start) == imports._logical_end(text, start)
+
+
+@given(
+    st.lists(
+        st.sampled_from(["import", "from", "a", ".", " ", "\t", "\n", "\r", "x_1", "é"]),
+        max_size=25,
+    )
+)
+def test_import_words_are_the_words_of_every_line_the_pattern_matches_at_a_line_start(pieces):
+    """import_words tries only the lines holding "import"; the reference is the pattern
+    tried after every newline (with one before the text)."""
+    text = "".join(pieces)
+    every_line = re.findall(r"\n" + engine.IMPORT_LINE.pattern, "\n" + text)
+    assert engine.import_words(text) == {w for line in every_line for w in re.findall(r"\w+", line)}
