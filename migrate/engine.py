@@ -423,9 +423,7 @@ def analyze_loaded(
             # tell, without reading the file again, whether it imports a re-exporting module.
             words = import_words(text)
             result = FileResult(job.display, import_words=words)
-            if checks.remember:
-                found = checks.remember.findall("\n" + text)
-                result.remembered = {w for m in found for w in _groups(m)}
+            result.remembered = checks.remembered(text)
         else:
             facts = repo.merged_facts() if repo else None
             args = (job.module, job.is_package, exports, job.script_dir)
@@ -459,10 +457,6 @@ def import_words(text: str) -> set[str]:
             lines.append(match.group())
         at = text.find("import", end)
     return set(WORD.findall("\n".join(lines)))
-
-
-def _groups(match: str | tuple[str, ...]) -> Iterable[str]:
-    return [match] if isinstance(match, str) else [g for g in match if g]
 
 
 def _run_batch(batch: list[tuple]) -> list[FileResult]:

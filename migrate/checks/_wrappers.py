@@ -102,8 +102,10 @@ class FrameworkMethodCheck(PythonCheck):
 
     def __init__(self, rule: Rule, options: dict | None = None) -> None:
         super().__init__(rule, options)
-        roots = "|".join(re.escape(r) for r in rule.extra.get("frameworks") or ())
+        frameworks = tuple(rule.extra.get("frameworks") or ())
+        roots = "|".join(re.escape(r) for r in frameworks)
         self.remember = rf"[ \t]*(?:from|import)[ \t]+({roots})\b"
+        self.remember_words = frameworks
 
     def uses_framework(self, ctx: PythonContext) -> str | None:
         """What makes this file a user of the framework (an import, or a repository module

@@ -286,6 +286,8 @@ class PythonCheck(Check):
     # each match of this regex, so that `rerun` can select them without reading them again.
     # It is matched at the start of a line only (the engine anchors it: no `^` here).
     remember: ClassVar[str] = ""
+    # Words one of which every match of `remember` spells (none: it is tried on every file).
+    remember_words: tuple[str, ...] = ()
 
     def hook_spellings(self) -> tuple[str, ...] | None:
         """Regular expressions one of which matches on a line of every node on_node acts on
