@@ -84,6 +84,8 @@ class CheckSet:
         # What an enabled check's references can be (for_symbol answers only those checks).
         self._reachable = [s for s, code in self._exact.items() if code in self._enabled]
         self._reachable += [p.split("*")[0] for p, code in self._patterns if code in self._enabled]
+        # Pattern heads end inside a name (torch._C._jit_*): their last segment is partial.
+        self._partial_heads = {p.split("*")[0] for p, _ in self._patterns}
 
     def remembered(self, text: str) -> set[str]:
         """The words the checks' `remember` patterns capture at a line's start of a file the
@@ -145,32 +147,40 @@ class CheckSet:
 
     def chain_words(self, qual: str, extra: tuple[str, ...] = ()) -> tuple[str, ...] | None:
         """What a statement must spell to hold a reference that starts with a name bound to
-        `qual` (`may_reach`): None when the name alone can be one (`qual` is a symbol or lies
-        under one); otherwise, for each symbol under `qual`, one segment of the path from
-        `qual` down to it, which every chain reaching it writes out (`import torch`: `jit`
-        for torch.jit.*, `optimize_for_mobile`; a pattern's partial segment, `_jit_`, is
-        found inside the attribute). Any segment would do: the longest, unless the path
-        holds a segment already chosen (every torch.jit.X path holds `jit`)."""
+        `qual` (`may_reach`), as regular expressions: None when the name alone can be one
+        (`qual` is a symbol or lies under one); otherwise, for each symbol under `qual`, one
+        segment of the path from `qual` down to it, which every chain reaching it writes out
+        as a whole name (`import torch`: `\bjit\b` for torch.jit.*); a pattern's partial last
+        segment is found inside the name (`_jit_` of torch._C._jit_*). Any segment would do:
+        the longest, unless the path holds a segment already chosen (every torch.jit.X path
+        holds `jit`)."""
         key = (qual, extra)
         if key in self._chain_words:
             return self._chain_words[key]
-        words: list[str] | None = []
+        chosen: list[str] | None = []
+        found: list[str] = []
         for head in sorted({*self._reachable, *extra}, key=len):
             if qual.startswith(head) or (
                 head.startswith(qual) and head[len(qual) : len(qual) + 1] != "."
             ):
-                words = None  # at or under a symbol, or a prefix compared as a string
+                chosen = None  # at or under a symbol, or a prefix compared as a string
                 break
-            if head.startswith(qual):
-                segments = [s for s in head[len(qual) + 1 :].split(".") if s]
-                if not segments:  # a pattern right under `qual` (torch.jit.*): any attribute
-                    words = None
-                    break
-                if not any(s in words for s in segments):
-                    words.append(max(segments, key=len))
-        found = None if words is None else tuple(words)
-        self._chain_words[key] = found
-        return found
+            if not head.startswith(qual):
+                continue
+            segments = head[len(qual) + 1 :].split(".")
+            partial = segments[-1] if head in self._partial_heads else ""
+            named = [s for s in segments if s]
+            if not named:  # a pattern right under `qual` (torch.jit.*): any attribute
+                chosen = None
+                break
+            if any(s in chosen for s in named):
+                continue
+            word = max(named, key=len)
+            chosen.append(word)
+            found.append(re.escape(word) if word == partial else rf"\b{word}\b")
+        result = None if chosen is None else tuple(found)
+        self._chain_words[key] = result
+        return result
 
     def for_symbol(self, qualname: str) -> PythonCheck | None:
         if qualname in self._cache:

@@ -132,7 +132,7 @@ class WordSearch:
         return False
 
 
-def _is_word_char(ch: str) -> bool:
+def is_word_char(ch: str) -> bool:
     return ch.isalnum() or ch == "_"  # what `\w` matches in a str pattern
 
 
@@ -144,7 +144,7 @@ class WholeWords:
 
     def __init__(self, words: Iterable[str]) -> None:
         unique = sorted(set(words))
-        plain = [w for w in unique if w and _is_word_char(w[0]) and _is_word_char(w[-1])]
+        plain = [w for w in unique if w and is_word_char(w[0]) and is_word_char(w[-1])]
         others = [re.escape(w) for w in unique if w not in plain]
         self.words = tuple(plain)
         self._others = re.compile(r"\b(?:" + "|".join(others) + r")\b") if others else None
@@ -162,8 +162,8 @@ class WholeWords:
             at = text.find(word)
             while at >= 0:
                 end = at + size
-                if (at == 0 or not _is_word_char(text[at - 1])) and (
-                    end == len(text) or not _is_word_char(text[end])
+                if (at == 0 or not is_word_char(text[at - 1])) and (
+                    end == len(text) or not is_word_char(text[end])
                 ):
                     found.append(at)
                     if first_only:

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator
 from migrate.astwalk import children
 from migrate.checks.base import PythonCheck, PythonContext, Reference
 from migrate.checkset import CheckSet
-from migrate.textsearch import as_literal
+from migrate.textsearch import as_literal, is_word_char
 
 # The node types whose children include statements: the only place the walk prunes.
 _BLOCKS = frozenset(
@@ -87,7 +87,7 @@ class Walker:
                     # Short names (`F`, `nn`) are matched as words, not inside other words.
                     patterns.append(re.escape(name) if len(name) > 2 else rf"\b{name}\b")
                 else:
-                    patterns.extend(re.escape(w) for w in words)
+                    patterns.extend(words)
         index = self.ctx.index
         text = self.ctx.text
         if "\r" in text or len(index.lines) != text.count("\n") + (not text.endswith("\n")):
@@ -278,11 +278,17 @@ def _lines_matching(pattern: str, text: str, starts: list[int]) -> Iterator[int]
     """The (1-based) lines on which a match of `pattern` starts: after each match, the
     search goes on from the next line's start."""
     literal = as_literal(pattern)
-    regex = re.compile(pattern) if literal is None else None
+    word = _whole_word(pattern) if literal is None else None
+    regex = re.compile(pattern) if literal is None and word is None else None
 
     def first(pos: int) -> int:
         if literal is not None:
             return text.find(literal, pos)
+        if word is not None:  # `\bword\b` by string search, its neighbours checked
+            at = text.find(word, pos)
+            while at >= 0 and not _bounded(text, at, at + len(word)):
+                at = text.find(word, at + 1)
+            return at
         match = regex.search(text, pos)  # type: ignore[union-attr]
         return match.start() if match else -1
 
@@ -293,6 +299,22 @@ def _lines_matching(pattern: str, text: str, starts: list[int]) -> Iterator[int]
         if line >= len(starts):
             return
         at = first(starts[line])
+
+
+_WHOLE_WORD = re.compile(r"\\b(\w+)\\b")
+
+
+def _whole_word(pattern: str) -> str | None:
+    """The word of a `\\bword\\b` pattern (word characters only), else None."""
+    match = _WHOLE_WORD.fullmatch(pattern)
+    return match.group(1) if match else None
+
+
+def _bounded(text: str, start: int, end: int) -> bool:
+    """Whether text[start:end] (word characters) has a `\\b` on both sides."""
+    return (start == 0 or not is_word_char(text[start - 1])) and (
+        end == len(text) or not is_word_char(text[end])
+    )
 
 
 # Per node type: the visit_* function, looked up once (not by name for every node). Kept

@@ -192,14 +192,32 @@ def test_a_module_name_makes_hot_only_the_statements_that_write_a_segment_down_t
 
 
 def test_what_a_chain_from_a_bound_name_must_write():
-    # Every torch.jit.X path holds `jit` (the torch.jit.* pattern); elsewhere the longest.
-    assert CHECKS.chain_words("torch") == ("jit", "_jit_", "optimize_for_mobile")
+    # Every torch.jit.X path holds `jit` (the torch.jit.* pattern); elsewhere the longest, as
+    # a whole name, or inside one for a pattern's partial last segment (torch._C._jit_*).
+    assert CHECKS.chain_words("torch") == (r"\bjit\b", "_jit_", r"\boptimize_for_mobile\b")
     assert CHECKS.chain_words("torch._C") == ("_jit_",)
     assert CHECKS.chain_words("torch.jit") is None  # torch.jit.*: any attribute is one
     assert CHECKS.chain_words("torch.jit.script") is None  # the name itself is a reference
     assert CHECKS.chain_words("torch.jit.script.foo") is None
-    assert CHECKS.chain_words("torch.version", ("torch.version.cuda",)) == ("cuda",)
-    assert set(CheckSet(["MIG110"]).chain_words("torch")) == {"is_scripting", "is_tracing"}
+    assert CHECKS.chain_words("torch.version", ("torch.version.cuda",)) == (r"\bcuda\b",)
+    words = CheckSet(["MIG110"]).chain_words("torch")
+    assert set(words) == {r"\bis_scripting\b", r"\bis_tracing\b"}
+
+
+def test_a_segment_is_hot_only_as_a_whole_name():
+    text = (
+        "import torch\n"
+        "exported_jit = make()\n"  # 2: jit inside another name
+        "y = torch.jit.script(f)\n"  # 3
+        "z = torch._C._jit_pass_inline(g)\n"  # 4: a partial segment, inside the name
+        "class Exporter:\n    pass\n"  # 5-6: no capture word, but a class (MIG131)
+        "subclass_export = 1\n"  # 7: neither `class` nor `export` as a whole word
+    )
+    tree = ast.parse(text)
+    ctx = PythonContext("m.py", text, tree, ScopeTable(tree, "m", False))
+    walker = Walker(ctx, CHECKS)
+    wanted = [walker._wanted(stmt) for stmt in tree.body]
+    assert wanted == [False, False, True, True, True, False], wanted
 
 
 def test_a_line_break_the_parser_counts_differently_turns_pruning_off():

@@ -77,7 +77,8 @@ class DataDependentBranch(PythonCheck):
         return (ast.ClassDef,)
 
     def hook_spellings(self) -> tuple[str, ...]:
-        return ("class", "script", "trace", "export")
+        # The `class` keyword; a capture's callee ends in one of these names, a whole word.
+        return (r"\bclass\b", *(rf"\b{name}\b" for name in sorted(_CAPTURE_ATTRS)))
 
     def __init__(self, rule, options=None) -> None:
         super().__init__(rule, options)
