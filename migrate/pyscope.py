@@ -7,15 +7,18 @@ this small table instead; libcst is only used where a rewrite is written (migrat
 from __future__ import annotations
 
 import ast
+import re
 import weakref
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
-from migrate.astwalk import children
+from migrate.astwalk import children, lines_matching
 
 # A binding is the qualified name an identifier stands for, or None for "a local value".
 Binding = str | None
+
+_IMPORT = re.compile("import")
 
 _SCOPE_NODES = (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
@@ -74,9 +77,8 @@ class ScopeTable:
         self.scope_of_node: dict[int, Scope] = {}
         self.repo_imports: set[str] = set()  # qualnames imported from non-torch modules
         # Function bodies collected only when something asks about them (see _defer); not
-        # with a "\r" line break, which the parser counts as a line and _lines_holding not.
-        lazy = text is not None and "\r" not in text
-        self._import_lines = _lines_holding("import", text) if lazy else None  # type: ignore[arg-type]
+        # with a "\r" line break, which the parser counts as a line (lines_matching: None).
+        self._import_lines = lines_matching(text, _IMPORT) if text is not None else None
         self._pending: dict[int, tuple[ast.FunctionDef | ast.AsyncFunctionDef, Scope]] = {}
         self._pending_starts: list[tuple[int, int]] = []
         self._pending_nodes: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
@@ -431,24 +433,6 @@ class _Scopes(dict):
     def __iter__(self):
         self._fill()
         return super().__iter__()
-
-
-def _lines_holding(word: str, text: str) -> list[int]:
-    """The (1-based) line numbers on which `word` occurs, in order."""
-    lines: list[int] = []
-    at = text.find(word)
-    line, last = 1, 0
-    while at >= 0:
-        line += text.count("\n", last, at)
-        lines.append(line)
-        last = at
-        nxt = text.find("\n", at)
-        if nxt < 0:
-            break
-        line += 1
-        last = nxt + 1
-        at = text.find(word, last)
-    return lines
 
 
 def _repo_roots(table: ScopeTable) -> set[str]:

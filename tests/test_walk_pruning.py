@@ -184,11 +184,15 @@ def test_a_module_name_makes_hot_only_the_statements_that_write_a_segment_down_t
         "@triton.jit\ndef k(): pass\n"  # 6-7: `jit` of another package: entered all the same
         "c = torch._C._jit_pass_inline(g)\n"  # 8: under the torch._C._jit_* pattern
     )
-    tree = ast.parse(text)
-    ctx = PythonContext("m.py", text, tree, ScopeTable(tree, "m", False))
-    walker = Walker(ctx, CHECKS)
-    wanted = [walker._wanted(stmt) for stmt in tree.body]
+    wanted = wanted_statements(text)
     assert wanted == [False, False, False, True, True, True], wanted
+
+
+def wanted_statements(text: str) -> list[bool]:
+    """Whether the walk enters each top-level statement of `text`."""
+    tree = ast.parse(text)
+    walker = Walker(PythonContext("m.py", text, tree, ScopeTable(tree, "m", False)), CHECKS)
+    return [walker._wanted(stmt) for stmt in tree.body]
 
 
 def test_what_a_chain_from_a_bound_name_must_write():
@@ -213,10 +217,7 @@ def test_a_segment_is_hot_only_as_a_whole_name():
         "class Exporter:\n    pass\n"  # 5-6: no capture word, but a class (MIG131)
         "subclass_export = 1\n"  # 7: neither `class` nor `export` as a whole word
     )
-    tree = ast.parse(text)
-    ctx = PythonContext("m.py", text, tree, ScopeTable(tree, "m", False))
-    walker = Walker(ctx, CHECKS)
-    wanted = [walker._wanted(stmt) for stmt in tree.body]
+    wanted = wanted_statements(text)
     assert wanted == [False, False, True, True, True, False], wanted
 
 
