@@ -2,6 +2,7 @@
 
     python benchmarks/real_scan_bench.py [--packages torch transformers torchvision executorch]
                                          [--keep DIR] [--repeat 3] [--baseline CHECKOUT]
+                                         [--floor]
 
 Copies the Python sources of installed packages that use TorchScript heavily (torch's own
 package, transformers, torchvision, executorch; `pip install` them first, `--no-deps` is
@@ -10,6 +11,9 @@ enough: nothing is imported) into one temporary tree, then times, in one run:
   - migrate scan, cold, -j 1 and -j 2       (no result cache: what a CI checkout sees)
   - migrate scan, warm                      (result cache filled by a cold run)
   - migrate scan / ruff on one file         (the pre-commit case)
+  - with --floor, parse_floor.py -j 2       (read, word-search and ast.parse the same files
+                                             the scan parses, nothing else: the least any
+                                             whole-file analysis costs)
 and prints the median wall time of each and its ratio to ruff. With `--baseline`, the same
 migrate runs are repeated with another checkout's package first on PYTHONPATH, interleaved
 with this one's, so two versions are compared on the same machine state.
@@ -84,6 +88,11 @@ def main() -> None:
     parser.add_argument(
         "--baseline", type=Path, help="another checkout of this project to time side by side"
     )
+    parser.add_argument(
+        "--floor",
+        action="store_true",
+        help="also time parse_floor.py: reading, word-searching and parsing alone (-j 2)",
+    )
     args = parser.parse_args()
 
     root = args.keep or Path(tempfile.mkdtemp(prefix="migrate-real-bench-"))
@@ -102,11 +111,14 @@ def main() -> None:
     if args.baseline:
         versions["baseline"] = str(args.baseline.resolve())
     cache = Path(tempfile.mkdtemp(prefix="migrate-real-bench-cache-"))
+    # An installed tool runs from compiled bytecode (pip writes it at install time); with
+    # PYTHONDONTWRITEBYTECODE set every run would compile ~90 modules again (0.3 s here).
+    base_env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
     def migrate(
         version: str | None, *argv: str, report: bool = True
     ) -> tuple[list[str], dict[str, str]]:
-        env = dict(os.environ, MIGRATE_CACHE_DIR=str(cache / (version or "head")))
+        env = dict(base_env, MIGRATE_CACHE_DIR=str(cache / (version or "head")))
         if version:
             env["PYTHONPATH"] = version + os.pathsep + env.get("PYTHONPATH", "")
         cmd = [sys.executable, "-m", "migrate", "scan"]
@@ -121,6 +133,15 @@ def main() -> None:
 
     for _ in range(args.repeat):
         record("ruff check --select UP", run_once([*ruff_cmd, "."], root))
+        if args.floor:
+            floor = [
+                sys.executable,
+                str(Path(__file__).with_name("parse_floor.py")),
+                ".",
+                "-j",
+                "2",
+            ]
+            record("parse floor -j 2 (read, search, parse)", run_once(floor, root, base_env))
         for name, version in versions.items():
             for jobs in ("1", "2"):
                 cmd, env = migrate(version, "--no-cache", "-j", jobs, ".")
