@@ -673,7 +673,10 @@ class Scanner:
             if not job.python or r is None or r.error:
                 continue
             mine = r.facts if r.parsed else None
-            codes = tuple(c.code for c in self.checks.python if c.rerun(facts, mine, r.remembered))
+            module = functools.partial(getattr, job, "module")
+            codes = tuple(
+                c.code for c in self.checks.python if c.rerun(facts, mine, r.remembered, module)
+            )
             if codes:
                 todo.append((job, self.exports or None, RepoPass(codes, None)))
         todo = [item for item in todo if not self._settled(item[0], item[2], facts, results)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from migrate.checks._flow import parent
 from migrate.checks.base import Edit, PythonCheck, PythonContext
@@ -127,6 +127,7 @@ class FrameworkMethodCheck(PythonCheck):
         repo: Mapping[str, frozenset[str]],
         facts: Mapping[str, set[str]] | None,
         remembered: set[str],
+        module: Callable[[], str] = str,
     ) -> bool:
         asked = (facts or {}).get(self._asks)
         return bool(asked) and self._through_repo(repo, asked) is not None

@@ -308,11 +308,13 @@ class PythonCheck(Check):
         repo: Mapping[str, frozenset[str]],
         facts: Mapping[str, set[str]] | None,
         remembered: set[str],
+        module: Callable[[], str] = str,
     ) -> bool:
         """After phase 1: analyse this file again, alone, with the repository's merged facts?
 
         `facts` is what the file reported in phase 1 (None when it was not parsed);
-        `remembered` holds the `remember` words of a file that was not parsed.
+        `remembered` holds the `remember` words of a file that was not parsed; `module()`
+        answers the file's dotted module name (computed on demand: most files never need it).
         """
         return False
 

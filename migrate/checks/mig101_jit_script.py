@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from migrate.checks._edits import drop_statement, remove_decorator, replace_with_arg
 from migrate.checks._export_rewrite import capture_fix, result_uses
@@ -50,6 +50,7 @@ class JitScriptToExport(PythonCheck):
         repo: Mapping[str, frozenset[str]],
         facts: Mapping[str, set[str]] | None,
         remembered: set[str],
+        module: Callable[[], str] = str,
     ) -> bool:
         asked = facts.get(ASKED, set()) if facts else set()
         return any(_defined_in_repo(repo, qual) is not None for qual in asked)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 
 from migrate.astwalk import walk_lines
@@ -32,6 +32,7 @@ class IsScriptingToFalse(PythonCheck):
         repo: Mapping[str, frozenset[str]],
         facts: Mapping[str, set[str]] | None,
         remembered: set[str],
+        module: Callable[[], str] = str,
     ) -> bool:
         if not facts:
             return False

@@ -13,11 +13,19 @@ if/else forms are rewritten to `torch.cond(pred, true_fn, false_fn, operands)`.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
+from migrate.checks._captures import (
+    CAPTURE_ATTRS,
+    CAPTURE_CALLS,
+    capture_target,
+    captured_index,
+    class_refs,
+    ref_name,
+    shared_fact,
+)
 from migrate.checks._cond_rewrite import BranchCounter, CondRewriter, Refused, short
-from migrate.checks._flow import assignments
 from migrate.checks._taint import (
     VALUE_METHODS,
     Analysis,
@@ -29,27 +37,6 @@ from migrate.checks._taint import (
 )
 from migrate.checks.base import Edit, PythonCheck, PythonContext
 from migrate.findings import FixKind
-
-CAPTURE_CALLS = frozenset(
-    {
-        "torch.jit.script",
-        "torch.jit.trace",
-        "torch.jit.trace_module",
-        "torch.export.export",
-        "torch.export.export_for_training",
-        "torch.onnx.export",
-        "torch._dynamo.export",
-    }
-)
-
-
-_CAPTURE_ATTRS = frozenset(q.rsplit(".", 1)[1] for q in CAPTURE_CALLS)
-
-
-# Methods that return the module itself: `torch.jit.trace(Model().eval(), x)`.
-_MODULE_METHODS = frozenset(
-    {"eval", "train", "to", "cpu", "cuda", "float", "half", "double", "bfloat16", "requires_grad_"}
-)
 
 
 @dataclass
@@ -71,14 +58,14 @@ class DataDependentBranch(PythonCheck):
 
     def hooked_types(self, text: str) -> tuple[type, ...]:
         # Every class is recorded; a call is a capture only when its callee's last name is
-        # one of _CAPTURE_ATTRS, each of which holds one of these words.
+        # one of CAPTURE_ATTRS, each of which holds one of these words.
         if "script" in text or "trace" in text or "export" in text:
             return self.node_types
         return (ast.ClassDef,)
 
     def hook_spellings(self) -> tuple[str, ...]:
         # The `class` keyword; a capture's callee ends in one of these names, a whole word.
-        return (r"\bclass\b", *(rf"\b{name}\b" for name in sorted(_CAPTURE_ATTRS)))
+        return (r"\bclass\b", *(rf"\b{name}\b" for name in sorted(CAPTURE_ATTRS)))
 
     def __init__(self, rule, options=None) -> None:
         super().__init__(rule, options)
@@ -93,12 +80,15 @@ class DataDependentBranch(PythonCheck):
         repo: Mapping[str, frozenset[str]],
         facts: Mapping[str, set[str]] | None,
         remembered: set[str],
+        module: Callable[[], str] = str,
     ) -> bool:
-        captured = repo.get("captured_classes", frozenset())
+        index = captured_index(repo)
         if facts is None:
-            return bool(captured & remembered)
-        new = captured - facts.get("captured_classes", set())
-        return bool(new & facts.get("defined_classes", set()))
+            return any(index.captures(name, module) for name in remembered)
+        # Phase 1 already analysed the file with what it captures itself.
+        own = facts.get("captured_classes", set())
+        names = facts.get("defined_classes", set())
+        return any(index.captures(name, module, own) for name in names)
 
     # ---- the walk -------------------------------------------------------------------------
     def _file(self, ctx: PythonContext) -> _FileState:
@@ -113,56 +103,31 @@ class DataDependentBranch(PythonCheck):
             return
         func = node.func  # type: ignore[attr-defined]
         last = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
-        if last in _CAPTURE_ATTRS and ctx.qualname(func) in CAPTURE_CALLS:
+        if last in CAPTURE_ATTRS and ctx.qualname(func) in CAPTURE_CALLS:
             self._file(ctx).captures.append(node)  # type: ignore[arg-type]
 
     def on_end(self, ctx: PythonContext) -> None:
         state = self._state.pop(id(ctx), None) or _FileState()
-        captured: set[str] = set()
+        local: set[str] = set()  # matched against this file's classes by name, as written
+        shared: set[str] = set()  # what other files learn (_captures.shared_fact)
         for call in state.captures:
-            target = call.args[0] if call.args else None
-            if target is None:
-                for kw in call.keywords:
-                    if kw.arg in ("mod", "model", "obj", "f", "func"):
-                        target = kw.value
-            if target is not None:
-                captured |= _class_names(ctx, target, call)
-        if captured:
-            ctx.facts["captured_classes"] = captured
+            target = capture_target(call)
+            for ref in class_refs(ctx, target, call) if target is not None else ():
+                local.add(ref_name(ref))
+                fact = shared_fact(ctx, ref)
+                if fact is not None:
+                    shared.add(fact)
+        if shared:
+            ctx.facts["captured_classes"] = shared
         if state.classes:
             ctx.facts["defined_classes"] = set(state.classes)
-        wanted = captured | set(ctx.repo_facts.get("captured_classes", ()))
+        index = captured_index(ctx.repo_facts)
+        module = ctx.table.module
+        wanted = local | {n for n in state.classes if index.captures(n, lambda: module)}
         roots = [c for name in sorted(wanted) for c in state.classes.get(name, [])]
         if roots:
             for finding in analyze_classes(ctx, roots, state.classes):
                 report(self, ctx, finding)
-
-
-def _class_names(ctx: PythonContext, expr: ast.expr, at: ast.AST, depth: int = 0) -> set[str]:
-    """Class names an expression passed to a capture call may instantiate."""
-    if depth > 4:
-        return set()
-    if isinstance(expr, ast.Call):
-        func = expr.func
-        if isinstance(func, ast.Attribute) and func.attr in _MODULE_METHODS:
-            return _class_names(ctx, func.value, at, depth + 1)
-        if isinstance(func, ast.Name):
-            return {func.id}
-        if isinstance(func, ast.Attribute):
-            return {func.attr}
-        return set()
-    if isinstance(expr, ast.Name):
-        scope = ctx.table.scope_for(at)
-        found: set[str] = set()
-        while scope is not None:
-            for stmt in assignments(scope, expr.id):
-                if scope.node is not ctx.tree or stmt.lineno < at.lineno:  # type: ignore[attr-defined]
-                    found |= _class_names(ctx, stmt.value, stmt, depth + 1)
-            if found or expr.id in scope.locals:
-                break
-            scope = scope.parent
-        return found
-    return set()
 
 
 def _expand(
