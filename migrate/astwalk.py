@@ -86,7 +86,10 @@ _LISTS_WITH_NONE = (ast.Dict, ast.arguments)
 def children(node: ast.AST) -> list[ast.AST]:
     """The child nodes of `node` in field order, singletons left out."""
     out: list[ast.AST] = []
-    for name in _FIELDS.get(type(node)) or child_fields(type(node)):
+    fields = _FIELDS.get(type(node))
+    if fields is None:  # not `or`: a leaf type's fields are an empty tuple, cached too
+        fields = child_fields(type(node))
+    for name in fields:
         value = getattr(node, name, None)
         if value is None:
             continue

@@ -223,17 +223,28 @@ def _package_prefix(directory: str) -> tuple[str, ...] | None:
     return (*(outer or ()), os.path.basename(real))
 
 
-def module_name(path: Path, root: Path) -> str:
-    """Dotted module name: the package chain (folders with __init__.py), else relative to root."""
-    stem = path.stem
+def module_name(path: Path | str, root: Path | str) -> str:
+    """Dotted module name: the package chain (folders with __init__.py), else relative to root.
+    String operations: pathlib's objects cost more than the rest for every file of a scan."""
+    path, root = os.fspath(path), os.fspath(root)
+    folder, name = os.path.split(path)
+    stem = os.path.splitext(name)[0]
     prefix = _package_prefix(os.path.dirname(os.path.abspath(path)))
     if prefix is not None:
         return ".".join(prefix if stem == "__init__" else (*prefix, stem))
-    try:
-        rel = path.with_suffix("").relative_to(root)
-    except ValueError:
+    rel = _relative_parts(os.path.join(folder, stem), root)
+    if rel is None:
         return stem
-    return ".".join(p for p in rel.parts if p != "__init__") or stem
+    return ".".join(p for p in rel if p != "__init__") or stem
+
+
+def _relative_parts(path: str, root: str) -> list[str] | None:
+    """PurePath.relative_to's parts, lexically (no resolving), or None outside `root`."""
+    parts = [p for p in path.split(os.sep) if p not in ("", ".")]
+    base = [p for p in root.split(os.sep) if p not in ("", ".")]
+    if os.path.isabs(path) != os.path.isabs(root) or parts[: len(base)] != base:
+        return None
+    return parts[len(base) :]
 
 
 def prefilter_regex(words: Iterable[str]) -> re.Pattern[str]:

@@ -300,7 +300,7 @@ class _Job:
     @property
     def module(self) -> str:
         # Computed only for the files that get parsed: most never need it.
-        return module_name(Path(self.path), Path(self.root))
+        return module_name(self.path, self.root)
 
     @property
     def is_package(self) -> bool:

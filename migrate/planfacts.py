@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from typing import NamedTuple, Protocol
 
 from migrate.discover import decode_source
@@ -40,7 +39,8 @@ def build_scan_facts(jobs: Iterable[_Job], results: Mapping[str, _Hints]) -> obj
         if not job.python:
             continue
         try:
-            text = decode_source(Path(job.path).read_bytes())
+            with open(job.path, "rb") as handle:
+                text = decode_source(handle.read())
         except (OSError, UnicodeDecodeError, SyntaxError, LookupError):
             continue
         seen = results.get(job.display)

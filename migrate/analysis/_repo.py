@@ -11,7 +11,7 @@ import functools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from migrate.astwalk import walk_lines
+from migrate.astwalk import children, walk_lines
 from migrate.checks._flow import reaching_value
 from migrate.checks.base import LineIndex, PythonContext
 from migrate.pyscope import Scope, ScopeTable
@@ -133,7 +133,7 @@ class FileIndex:
         self._attrs: dict[str, list[ast.Attribute]] = {}
         self._calls: list[ast.Call] = []
         self._import_froms: list[ast.ImportFrom] = []
-        self._ascii = src.text.isascii()
+        self._ascii: bool | None = None  # asked only for a column on a non-ASCII line
         self._lines: LineIndex | None = None
 
     # ---- lazy structures ----------------------------------------------------------------
@@ -162,7 +162,7 @@ class FileIndex:
         stack: list[ast.AST] = [self.tree]
         while stack:
             holder = stack.pop()
-            for child in ast.iter_child_nodes(holder):
+            for child in children(holder):  # faster than ast.iter_child_nodes, same order
                 parents[id(child)] = holder
                 stack.append(child)
             if isinstance(holder, ast.Name):
@@ -217,6 +217,8 @@ class FileIndex:
 
     # ---- positions ----------------------------------------------------------------------
     def _col(self, line: int, byte_col: int) -> int:
+        if self._ascii is None:
+            self._ascii = self.src.text.isascii()
         if self._ascii:
             return byte_col
         if self._lines is None:
