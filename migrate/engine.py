@@ -18,13 +18,10 @@ import sys
 import tokenize
 import warnings
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
-from migrate.analysis.artifacts import may_hold_site
-from migrate.analysis.values import may_capture
 from migrate.cache import ResultCache, default_cache_folder, digest
 from migrate.checks.base import (
     FileContext,
@@ -151,6 +148,11 @@ def analyze_python(
             return result
         try:  # hints for the fix planner's searches; without them it searches the file itself
             if hints:
+                # Imported here: the planner's analysis package is a tenth of a one-file
+                # scan's start-up, and most files of a scan are never parsed.
+                from migrate.analysis.artifacts import may_hold_site
+                from migrate.analysis.values import may_capture
+
                 result.no_makers = not may_capture(text, tree, table)
                 result.no_sites = not may_hold_site(text, tree, table)
         except RecursionError:
@@ -515,6 +517,8 @@ class Scanner:
         size = max(8, len(work) // (workers * 8))
         batches = [work[i : i + size] for i in range(0, len(work), size)]
         results = []
+        from concurrent.futures import ProcessPoolExecutor  # only a pool's scans pay for it
+
         with ProcessPoolExecutor(
             max_workers=workers,
             initializer=_pool_worker_init,
