@@ -6,10 +6,17 @@ from __future__ import annotations
 import importlib.resources
 import json
 import re
+import subprocess
+import sys
 
 import jsonschema
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from migrate.findings import Finding, ScanResult
+from migrate.registry import all_rules
+from migrate.report.text import plain_text, render, report_lines, rich_text
 from tests.scan_support import ROOT, clean_env, run_cli, write_tree
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -261,3 +268,40 @@ def test_output_file_gets_the_report_without_colour(tree, tmp_path):
     scan(tree, "--output", str(text_target), FORCE_COLOR="1")
     assert not ANSI.search(text_target.read_text())
     assert "pkg/serve.py" in text_target.read_text()
+
+
+# ---- text without rich -----------------------------------------------------------------------
+# The text report is laid out once (report_lines) and written without rich when there is no
+# colour and every piece is printable: that must be byte for byte what rich would write.
+_PIECES = st.text(st.characters(blacklist_categories=("Cs",)), max_size=30)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.lists(st.tuples(_PIECES, st.sampled_from([None, "bold", "green"]))), max_size=5))
+def test_plain_text_is_what_rich_writes_for_printable_lines(lines):
+    if all(text.isprintable() for line in lines for text, _ in line):
+        assert plain_text(lines) == rich_text(lines, color=False)
+
+
+def _result_with(message: str) -> ScanResult:
+    finding = Finding("a.py", 3, 1, 3, 9, "MIG101", "torch.jit.script", message)
+    return ScanResult(findings=[finding], files_seen=1)
+
+
+@pytest.mark.parametrize("message", ["plain [bold]not markup[/bold] :smile:", "tab\there", "cr\rx"])
+def test_text_report_is_rich_s_plain_output_whatever_the_message(message):
+    result = _result_with(message)
+    assert render(result) == rich_text(report_lines(result, all_rules()), color=False)
+
+
+def test_a_plain_text_report_does_not_import_rich():
+    code = (
+        "import sys\n"
+        "from migrate.findings import Finding, ScanResult\n"
+        "from migrate.report.text import render\n"
+        "f = Finding('a.py', 1, 1, 1, 2, 'MIG101', 's', 'm')\n"
+        "render(ScanResult(findings=[f], files_seen=1))\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'rich'))\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert run.stdout.strip() == "[]"

@@ -6,17 +6,35 @@ import io
 from collections import Counter
 from itertools import groupby
 
-from rich.console import Console
-from rich.text import Text
-
 from migrate.findings import FixKind, ScanResult
 from migrate.registry import all_rules
 
 FIX_STYLE = {FixKind.AUTO: "green", FixKind.ASSISTED: "yellow", FixKind.MANUAL: "magenta"}
 
+# A report line: (text, rich style or None) segments. The layout is built once; rich is
+# imported only to colour it on a terminal (a third of a one-file pre-commit run's imports).
+Line = list[tuple[str, str | None]]
 
-def _console(buffer: io.StringIO, color: bool) -> Console:
-    return Console(
+
+def render(result: ScanResult, color: bool = False) -> str:
+    lines = report_lines(result, all_rules())
+    if not color and all(text.isprintable() for line in lines for text, _ in line):
+        # What rich writes for printable text without colour; it would also strip control
+        # characters and expand tabs, which a message quoting source code can hold.
+        return plain_text(lines)
+    return rich_text(lines, color)
+
+
+def plain_text(lines: list[Line]) -> str:
+    return "".join("".join(text for text, _ in line) + "\n" for line in lines)
+
+
+def rich_text(lines: list[Line], color: bool) -> str:
+    from rich.console import Console
+    from rich.text import Text
+
+    buffer = io.StringIO()
+    out = Console(
         file=buffer,
         force_terminal=color,
         no_color=not color,
@@ -24,71 +42,66 @@ def _console(buffer: io.StringIO, color: bool) -> Console:
         highlight=False,
         soft_wrap=True,
     )
-
-
-def render(result: ScanResult, color: bool = False) -> str:
-    buffer = io.StringIO()
-    out = _console(buffer, color)
-    rules = all_rules()
-    for path, group in groupby(result.findings, key=lambda f: f.path):
-        out.print(Text(path, style="bold underline"))
-        for f in group:
-            line = Text("  ")
-            line.append(f"{f.line}:{f.column}", style="dim")
-            line.append(" ")
-            line.append(f.rule, style="bold red")
-            line.append(" ")
-            kind = f"{f.fix.value}, {f.applicability}" if f.autofix else f.fix.value
-            line.append(f"[{kind}]", style=FIX_STYLE[f.fix])
-            line.append(f" {f.message}")
-            out.print(line)
-        out.print()
-    render_summary(out, result, rules)
-    if result.errors:
-        # The error lines themselves go to stderr (migrate.cli), whatever the format.
-        n = len(result.errors)
-        out.print(
-            Text(
-                f"{n} file{'s' * (n != 1)} could not be analysed (see the error lines).",
-                style="bold red",
-            )
-        )
+    for line in lines:
+        styled = Text()
+        for text, style in line:
+            styled.append(text, style=style)
+        out.print(styled)
     return buffer.getvalue()
 
 
-def render_summary(out: Console, result: ScanResult, rules: dict) -> None:
+def report_lines(result: ScanResult, rules: dict) -> list[Line]:
+    lines: list[Line] = []
+    for path, group in groupby(result.findings, key=lambda f: f.path):
+        lines.append([(path, "bold underline")])
+        for f in group:
+            kind = f"{f.fix.value}, {f.applicability}" if f.autofix else f.fix.value
+            lines.append(
+                [
+                    ("  ", None),
+                    (f"{f.line}:{f.column}", "dim"),
+                    (" ", None),
+                    (f.rule, "bold red"),
+                    (" ", None),
+                    (f"[{kind}]", FIX_STYLE[f.fix]),
+                    (f" {f.message}", None),
+                ]
+            )
+        lines.append([])
+    lines += summary_lines(result, rules)
+    if result.errors:
+        # The error lines themselves go to stderr (migrate.cli), whatever the format.
+        n = len(result.errors)
+        message = f"{n} file{'s' * (n != 1)} could not be analysed (see the error lines)."
+        lines.append([(message, "bold red")])
+    return lines
+
+
+def summary_lines(result: ScanResult, rules: dict) -> list[Line]:
     n = len(result.findings)
     if not n:
-        out.print(
-            Text(
-                f"No TorchScript or CUDA 12.8 findings in {result.files_seen} "
-                f"file{'s' * (result.files_seen != 1)}.",
-                style="green",
-            )
-        )
-        return
+        seen = result.files_seen
+        text = f"No TorchScript or CUDA 12.8 findings in {seen} file{'s' * (seen != 1)}."
+        return [[(text, "green")]]
     files = len({f.path for f in result.findings})
-    out.print(
-        Text(
-            f"Found {n} finding{'s' * (n != 1)} in {files} file{'s' * (files != 1)} "
-            f"({result.files_seen} scanned).",
-            style="bold",
-        )
+    head = (
+        f"Found {n} finding{'s' * (n != 1)} in {files} file{'s' * (files != 1)} "
+        f"({result.files_seen} scanned)."
     )
+    lines: list[Line] = [[(head, "bold")]]
     by_rule = Counter(f.rule for f in result.findings)
     width = max(len(str(c)) for c in by_rule.values())
     for code, count in sorted(by_rule.items()):
         rule = rules.get(code)
         name = rule.name if rule else ""
-        out.print(f"  {count:>{width}}  {code}  {name}")
-    by_fix = Counter(f.fix for f in result.findings)
-    parts = Text("By fix: ")
+        lines.append([(f"  {count:>{width}}  {code}  {name}", None)])
+    by_fix: Line = [("By fix: ", None)]
+    counts = Counter(f.fix for f in result.findings)
     for i, kind in enumerate(FixKind):
         if i:
-            parts.append(", ")
-        parts.append(f"{by_fix.get(kind, 0)} {kind.value}", style=FIX_STYLE[kind])
-    out.print(parts)
-    if by_fix.get(FixKind.AUTO):
-        out.print(
-            Text("Run `migrate apply --dry-run` to review the automatic rewrites.", style="dim")
-        )
+            by_fix.append((", ", None))
+        by_fix.append((f"{counts.get(kind, 0)} {kind.value}", FIX_STYLE[kind]))
+    lines.append(by_fix)
+    if counts.get(FixKind.AUTO):
+        lines.append([("Run `migrate apply --dry-run` to review the automatic rewrites.", "dim")])
+    return lines
