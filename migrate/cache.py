@@ -148,11 +148,14 @@ def default_cache_folder(paths: list[str]) -> Path:
     per scan root under $MIGRATE_CACHE_DIR, else $XDG_CACHE_HOME or ~/.cache."""
     first = Path(paths[0]) if paths else Path(".")
     base = (first if first.is_dir() else first.parent).resolve()
+    tag = hashlib.blake2b(str(base).encode(), digest_size=8).hexdigest()
+    return cache_home() / f"{base.name or 'root'}-{tag}"
+
+
+def cache_home() -> Path:
+    """$MIGRATE_CACHE_DIR, else $XDG_CACHE_HOME/torchscript-migrate or ~/.cache/..."""
     env = os.environ.get("MIGRATE_CACHE_DIR")
     if env:
-        home = Path(env)
-    else:
-        xdg = os.environ.get("XDG_CACHE_HOME")
-        home = (Path(xdg) if xdg else Path.home() / ".cache") / "torchscript-migrate"
-    tag = hashlib.blake2b(str(base).encode(), digest_size=8).hexdigest()
-    return home / f"{base.name or 'root'}-{tag}"
+        return Path(env)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "torchscript-migrate"

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import fnmatch
 import functools
+import hashlib
 import importlib
+import json
+import os
 import pkgutil
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from migrate.findings import Applicability, FixKind
 
@@ -58,12 +60,51 @@ class Rule:
 
 
 _REQUIRED = ("code", "name", "title", "fix", "target")
-# libyaml's loader reads the rule files ten times faster (every CLI start reads all of them).
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def _load_rule(path: Path) -> Rule:
-    data = yaml.load(path.read_text(encoding="utf-8"), Loader=_YAML_LOADER) or {}
+def rule_files() -> dict[str, dict]:
+    """{path: parsed YAML} of rules/MIG*.yaml. Every CLI start reads them all: the parse is
+    kept in the cache folder under a hash of the files' names and bytes, so most starts read
+    one JSON file and never import PyYAML (a tenth of a one-file pre-commit run)."""
+    paths = sorted(rules_dir().glob("MIG*.yaml"))
+    texts = [p.read_bytes() for p in paths]
+    key = hashlib.blake2b(digest_size=16)
+    for path, text in zip(paths, texts, strict=True):
+        key.update(path.name.encode() + b"\0" + text + b"\0")
+    from migrate.cache import cache_home
+
+    kept = cache_home() / f"rules-{key.hexdigest()}.json"
+    try:
+        cached = json.loads(kept.read_text(encoding="utf-8"))
+        return {str(p): cached[p.name] for p in paths}
+    except (OSError, ValueError, KeyError):
+        pass
+    import yaml
+
+    # libyaml's loader reads the rule files ten times faster than the pure-Python one.
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    parsed = {
+        p.name: yaml.load(t.decode("utf-8"), Loader=loader) or {}
+        for p, t in zip(paths, texts, strict=True)
+    }
+    if json.loads(json.dumps(parsed)) == parsed:  # only data JSON gives back unchanged
+        _write_quietly(kept, json.dumps(parsed))
+    return {str(p): parsed[p.name] for p in paths}
+
+
+def _write_quietly(path: Path, text: str) -> None:
+    """Atomically, or not at all: a read-only home only costs the next start a parse."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".rules-", suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+def _load_rule(path: Path, data: dict) -> Rule:
     missing = [k for k in _REQUIRED if k not in data]
     if missing:
         raise ValueError(f"{path}: missing keys {', '.join(missing)}")
@@ -102,8 +143,8 @@ def _load_rule(path: Path) -> Rule:
 @functools.lru_cache(maxsize=1)
 def all_rules() -> dict[str, Rule]:
     rules = {}
-    for path in sorted(rules_dir().glob("MIG*.yaml")):
-        rule = _load_rule(path)
+    for path, data in rule_files().items():
+        rule = _load_rule(Path(path), data)
         rules[rule.code] = rule
     return rules
 
