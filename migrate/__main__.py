@@ -1,3 +1,3 @@
-from migrate.cli import main
+from migrate.entry import main
 
 main()

@@ -11,7 +11,19 @@ from typing import Annotated
 import typer
 from typer.core import TyperArgument, TyperGroup
 
-from migrate import __version__
+from migrate import __version__, entry
+from migrate.scan_command import (
+    EXIT_CLEAN,
+    EXIT_ERROR,
+    EXIT_FINDINGS,
+    Terminated,
+    build_options,
+    error_verdict,
+    os_reason,
+    progress_bar,
+    run_scan,
+    use_color,
+)
 
 
 class _PlainArgument(TyperArgument):
@@ -57,48 +69,10 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-
 
 def fail(message: str) -> typer.Exit:
     typer.echo(f"error: {message}", err=True)
     return typer.Exit(EXIT_ERROR)
-
-
-def _split(values: list[str] | None) -> list[str] | None:
-    if not values:
-        return None
-    return [v.strip() for item in values for v in item.split(",") if v.strip()]
-
-
-def _use_color(stream=None) -> bool:
-    stream = stream or sys.stdout
-    if os.environ.get("NO_COLOR"):
-        return False
-    if os.environ.get("FORCE_COLOR"):
-        return True
-    return hasattr(stream, "isatty") and stream.isatty()
-
-
-@contextmanager
-def _progress(enabled: bool, label: str):
-    """A rich progress bar on a TTY; nothing in CI or pipes."""
-    if not enabled or os.environ.get("CI") or not sys.stderr.isatty():
-        yield None
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-    # stderr: stdout carries the report, which may be redirected while stderr is a terminal.
-    with Progress(
-        TextColumn(label),
-        BarColumn(),
-        MofNCompleteColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    ) as progress:
-        task = progress.add_task(label, total=None)
-        yield lambda n: progress.advance(task, n)
 
 
 # Options shared by scan and apply.
@@ -149,61 +123,6 @@ NoCacheOpt = Annotated[
 ]
 
 
-def build_options(
-    paths, select, ignore, exclude, cuda, jobs, config_file, isolated, no_cache=False
-):
-    from migrate.config import CUDA_TARGETS, resolve_config
-    from migrate.engine import ScanOptions
-    from migrate.registry import unknown_codes
-
-    if jobs is not None and jobs < 0:
-        raise ValueError(f"--jobs must be 0 (one per CPU) or more, not {jobs}")
-    config = resolve_config(paths, config_file, isolated)
-    select_list = _split(select) if select else config.select
-    ignore_list = (_split(ignore) or []) + list(config.ignore)
-    for flag, codes in (("--select", select_list or []), ("--ignore", ignore_list)):
-        bad = unknown_codes(codes)
-        if bad:
-            raise ValueError(f"{flag}: unknown rule {', '.join(bad)} (see `migrate rules`)")
-    cuda_target = cuda or config.cuda
-    if cuda_target not in CUDA_TARGETS:
-        raise ValueError(f"--cuda must be one of {', '.join(CUDA_TARGETS)}, not {cuda_target}")
-    # Config excludes are relative to the pyproject's folder, like ruff's.
-    excludes = list(exclude or []) + list(config.exclude)
-    options = ScanOptions(
-        select=select_list,
-        ignore=ignore_list,
-        exclude=excludes,
-        per_file_ignores=config.per_file_ignores,
-        cuda=cuda_target,
-        jobs=jobs,
-        cache=not no_cache,
-    )
-    return options, config
-
-
-@contextmanager
-def _debug_env(debug: bool):
-    """--debug reaches the worker processes: a check that crashes on a file raises there
-    instead of turning the file into an error record."""
-    if not debug or os.environ.get("MIGRATE_DEBUG"):
-        yield
-        return
-    os.environ["MIGRATE_DEBUG"] = "1"
-    try:
-        yield
-    finally:
-        del os.environ["MIGRATE_DEBUG"]
-
-
-def _os_reason(exc: OSError) -> str:
-    return exc.strerror.lower() if exc.strerror else str(exc)
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised like Ctrl-C so that a file being written is cleaned up."""
-
-
 @contextmanager
 def _sigterm_as_interrupt():
     import signal
@@ -224,27 +143,17 @@ def _sigterm_as_interrupt():
 
 @contextmanager
 def _errors(debug: bool):
-    from migrate.config import ConfigError
-    from migrate.discover import UsageError
-
     try:
         yield
     except typer.Exit:
         raise
-    except (UsageError, ConfigError, ValueError) as exc:
-        if debug:
+    except BaseException as exc:
+        verdict = error_verdict(exc, debug)
+        if verdict is None:
             raise
-        raise fail(str(exc)) from None
-    except Terminated:
-        typer.echo("terminated", err=True)
-        raise typer.Exit(143) from None
-    except KeyboardInterrupt:
-        typer.echo("interrupted", err=True)
-        raise typer.Exit(130) from None
-    except Exception as exc:  # a crash: one line, the traceback with --debug
-        if debug:
-            raise
-        raise fail(f"{type(exc).__name__}: {exc} (rerun with --debug for the traceback)") from None
+        code, line = verdict
+        typer.echo(line, err=True)
+        raise typer.Exit(code) from None
 
 
 @app.command()
@@ -272,33 +181,23 @@ def scan(
     debug: DebugOpt = False,
 ) -> None:
     """Report every TorchScript use and CUDA 12.8 assumption under PATHS."""
-    from migrate.engine import Scanner
-    from migrate.report import FORMATS
-
-    with _errors(debug):
-        options, config = build_options(
-            paths, select, ignore, exclude, cuda, jobs, config_file, isolated, no_cache
-        )
-        fmt = format or config.format
-        if fmt not in FORMATS:
-            raise ValueError(f"--format must be one of {', '.join(FORMATS)}, not {fmt}")
-        with _progress(True, "scanning") as progress, _debug_env(debug):
-            result = Scanner(options, progress).scan(paths)
-        rendered = FORMATS[fmt](result, color=output is None and _use_color())
-        # One line per unreadable input, on stderr whatever the format.
-        for err in result.errors:
-            typer.echo(f"error: {err.path}: {err.message}", err=True)
-        if output:
-            try:
-                output.write_text(rendered, encoding="utf-8")
-            except OSError as exc:
-                raise ValueError(f"--output {output}: {_os_reason(exc)}") from None
-        else:
-            sys.stdout.write(rendered)
-    if result.errors:
-        raise typer.Exit(EXIT_ERROR)
-    if result.findings and not exit_zero:
-        raise typer.Exit(EXIT_FINDINGS)
+    code = run_scan(
+        paths,
+        format,
+        output,
+        select,
+        ignore,
+        exclude,
+        exit_zero,
+        cuda,
+        jobs,
+        config_file,
+        isolated,
+        no_cache,
+        debug,
+    )
+    if code != EXIT_CLEAN:
+        raise typer.Exit(code)
 
 
 @app.command()
@@ -404,7 +303,7 @@ def apply(
             targets,
             out,
         )
-        with _progress(gate is None, "migrating") as progress:
+        with progress_bar(gate is None, "migrating") as progress:
             result = run_apply(
                 targets,
                 options,
@@ -414,7 +313,7 @@ def apply(
                 progress=progress,
                 test_gate=gate,
             )
-        sys.stdout.write(render_apply(result, dry_run=dry_run, color=_use_color()))
+        sys.stdout.write(render_apply(result, dry_run=dry_run, color=use_color()))
         if result.test_report is not None:
             _report_gate(result.test_report, test_report)
     if result.errors:
@@ -456,7 +355,7 @@ def _report_gate(report, json_path: Path | None) -> None:
         try:
             json_path.write_text(json.dumps(report.to_dict(), indent=2) + "\n", encoding="utf-8")
         except OSError as exc:
-            raise ValueError(f"--test-report {json_path}: {_os_reason(exc)}") from None
+            raise ValueError(f"--test-report {json_path}: {os_reason(exc)}") from None
 
 
 @app.command("rules")
@@ -549,7 +448,7 @@ def report(
             [path], select, ignore, exclude, cuda, jobs, config_file, isolated
         )
         registry = load_registry(verify_results) if verify_results is not None else None
-        with _progress(True, "planning") as progress:
+        with progress_bar(True, "planning") as progress:
             plan = build_plan(path, options, progress)
         if test_report is not None:
             from migrate.testgate import load_report
@@ -564,7 +463,7 @@ def report(
             try:
                 output.write_text(rendered, encoding="utf-8")
             except OSError as exc:
-                raise ValueError(f"--output {output}: {_os_reason(exc)}") from None
+                raise ValueError(f"--output {output}: {os_reason(exc)}") from None
             # Absolute: `migrate demo` and scripts run it from another folder.
             typer.echo(f"wrote {output.absolute()}", err=True)
         else:
@@ -656,41 +555,4 @@ def _root(
 _register_verify()
 
 
-# The switches `migrate scan` takes without a value; tests/test_cli_fast_path.py holds this
-# table to the command typer builds.
-PLAIN_SCAN_FLAGS = {
-    "--no-cache": "no_cache",
-    "--exit-zero": "exit_zero",
-    "--isolated": "isolated",
-    "--debug": "debug",
-}
-
-
-def _plain_scan(argv: list[str]) -> tuple[list[str], dict[str, bool]] | None:
-    """`migrate scan PATH...`, perhaps with value-less switches: what a pre-commit hook runs
-    on every commit. (paths, switches), or None for anything typer should read."""
-    if len(argv) < 2 or argv[0] != "scan":
-        return None
-    paths, flags = [], {}
-    for arg in argv[1:]:
-        if arg in PLAIN_SCAN_FLAGS:
-            flags[PLAIN_SCAN_FLAGS[arg]] = True
-        elif arg.startswith("-"):  # an option with a value, --help, `--`, `-`
-            return None
-        else:
-            paths.append(arg)
-    return (paths, flags) if paths else None
-
-
-def main() -> None:
-    plain = _plain_scan(sys.argv[1:])
-    if plain is None:
-        app()
-        return
-    # typer 0.2x builds a pydantic adapter for every option before it calls a command:
-    # about 0.1 s of a 0.3 s one-file run, for a list of paths that needs no parsing.
-    paths, flags = plain
-    try:
-        scan(paths, **flags)
-    except typer.Exit as exc:
-        sys.exit(exc.exit_code)
+main = entry.main  # the console script's old name (pyproject names migrate.entry:main)

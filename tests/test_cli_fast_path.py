@@ -1,14 +1,15 @@
-"""`migrate scan PATH...` (what the pre-commit hook runs) skips typer's argument parsing:
+"""`migrate scan PATH...` (what the pre-commit hook runs) skips typer, parsing and import:
 it must mean exactly what typer would make of the same words, and only those words."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
 
 import pytest
 import typer
 
-from migrate import cli
+from migrate import cli, entry
 from tests.scan_support import invoke, run_cli, write_tree
 
 TREE = {
@@ -28,7 +29,7 @@ def test_the_switch_table_is_the_commands_value_less_flags():
         for opt in param.opts
         if opt not in ("-h", "--help")
     }
-    assert flags == cli.PLAIN_SCAN_FLAGS
+    assert flags == entry.PLAIN_SCAN_FLAGS
 
 
 @pytest.mark.parametrize(
@@ -52,7 +53,7 @@ def test_the_switch_table_is_the_commands_value_less_flags():
     ],
 )
 def test_which_command_lines_take_the_short_way(argv, expected):
-    assert cli._plain_scan(argv) == expected
+    assert entry.plain_scan(argv) == expected
 
 
 @pytest.mark.parametrize(
@@ -90,10 +91,29 @@ def test_main_does_not_reach_typer_for_a_plain_scan(tmp_path, monkeypatch, capsy
     monkeypatch.setattr(cli, "app", no_typer)
     monkeypatch.setattr(sys, "argv", ["migrate", "scan", "src/model.py", "--no-cache"])
     with pytest.raises(SystemExit) as exit_:
-        cli.main()
+        entry.main()
     assert exit_.value.code == cli.EXIT_FINDINGS
     assert "MIG" in capsys.readouterr().out
     # An option with a value is typer's to read.
     monkeypatch.setattr(sys, "argv", ["migrate", "scan", "src/model.py", "-f", "json"])
     with pytest.raises(AssertionError, match="typer parsed"):
-        cli.main()
+        entry.main()
+
+
+def test_a_plain_scan_imports_neither_typer_nor_click(tmp_path):
+    tree = write_tree(tmp_path / "t", TREE)
+    code = (
+        "import sys\n"
+        "sys.argv = ['migrate', 'scan', 'src/model.py', 'clean.py', '--no-cache']\n"
+        "from migrate.entry import main\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit as exit_:\n"
+        "    loaded = sorted({m.split('.')[0] for m in sys.modules} & {'typer', 'click'})\n"
+        "    print(exit_.code, loaded, file=sys.stderr)\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code], cwd=tree, capture_output=True, text=True, check=True
+    )
+    assert run.stderr.splitlines()[-1] == "1 []"
+    assert "MIG101" in run.stdout
