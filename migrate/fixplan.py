@@ -347,6 +347,10 @@ def typing_stays_while_scripted(ctx: Context) -> dict[FindingKey, str]:
     for capture in facts.captures:  # type: ignore[attr-defined]
         if capture.api != "torch.jit.script":
             continue
+        # A finding keeps the first reason it is given: only the others can change.
+        typed = [f for f in typed if finding_key(f) not in holds]
+        if not typed:
+            break
         start = capture.call.start
         if not _stays(ctx, _at(ctx, ("MIG101",), *start)):
             continue
@@ -358,7 +362,8 @@ def typing_stays_while_scripted(ctx: Context) -> dict[FindingKey, str]:
                 "tell what it compiles; the scripting compiler reads this"
             )
         else:
-            reach = facts.imported_closure(captured.display)  # type: ignore[attr-defined]
+            paths = {f.path for f in typed}
+            reach = facts.reached(captured.display, paths)  # type: ignore[attr-defined]
             why = (
                 f"`{captured.class_name}` is still scripted at {_where(capture.call)}, and the "
                 "scripting compiler reads this"

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import ast
 import os
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from pathlib import Path
 
 from migrate.analysis._repo import Repo, SourceFile, Span
@@ -137,14 +137,24 @@ class RepoFacts:
     def imported_closure(self, display: str) -> frozenset[str]:
         """The file and every repository file it imports, directly or through others: what a
         scripting compiler starting in this file can reach."""
+        return self.reached(display, None)
+
+    def reached(self, display: str, wanted: Collection[str] | None) -> frozenset[str]:
+        """imported_closure(display), or, given `wanted`, those of its files that it holds:
+        the walk stops once it has met them all (reading imports is most of its cost)."""
         seen = {display}
         todo = [display]
-        while todo:
+        left = None if wanted is None else set(wanted) - seen
+        while todo and left != set():
             for target in self._imports_of(todo.pop()):
                 if target not in seen:
                     seen.add(target)
                     todo.append(target)
-        return frozenset(seen)
+                    if left is not None:
+                        left.discard(target)
+        if wanted is None:
+            return frozenset(seen)
+        return frozenset(seen.intersection(wanted))
 
     def _imports_of(self, display: str) -> frozenset[str]:
         if display not in self._imports:
