@@ -46,13 +46,15 @@ _DEFS = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 def capture_target(call: ast.Call) -> ast.expr | None:
-    """The module (or function) a capture call captures."""
+    """The module (or function) a capture call captures: its first argument, else the last
+    of the keywords that name it."""
     if call.args:
         return call.args[0]
+    target = None
     for kw in call.keywords:
         if kw.arg in _TARGET_KEYWORDS:
-            return kw.value
-    return None
+            target = kw.value
+    return target
 
 
 def class_refs(
