@@ -87,8 +87,12 @@ def rule_files() -> dict[str, dict]:
         p.name: yaml.load(t.decode("utf-8"), Loader=loader) or {}
         for p, t in zip(paths, texts, strict=True)
     }
-    if json.loads(json.dumps(parsed)) == parsed:  # only data JSON gives back unchanged
-        _write_quietly(kept, json.dumps(parsed))
+    try:
+        text = json.dumps(parsed)
+    except (TypeError, ValueError):  # a YAML date or set: no JSON for it
+        return {str(p): parsed[p.name] for p in paths}
+    if json.loads(text) == parsed:  # only data JSON gives back unchanged
+        _write_quietly(kept, text)
     return {str(p): parsed[p.name] for p in paths}
 
 

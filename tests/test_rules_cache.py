@@ -83,3 +83,13 @@ def test_a_cache_folder_that_cannot_be_written_only_costs_a_parse(rules_copy, mo
     blocker.write_text("", encoding="utf-8")
     monkeypatch.setenv("MIGRATE_CACHE_DIR", str(blocker / "cache"))
     assert registry.rule_files() == _parsed(rules_copy)
+
+
+@pytest.mark.parametrize("line", ["since: 2026-12-01\n", "counts: {1: one}\n"])
+def test_data_json_cannot_give_back_is_parsed_every_time(rules_copy, line):
+    # A YAML date has no JSON form, an integer key would come back a string: never kept.
+    path = rules_copy / "MIG101.yaml"
+    path.write_text(path.read_text(encoding="utf-8") + line, encoding="utf-8")
+    assert registry.rule_files() == _parsed(rules_copy)
+    assert registry.rule_files() == _parsed(rules_copy)
+    assert not list((rules_copy.parent / "cache").glob("rules-*.json"))
