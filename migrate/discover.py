@@ -240,6 +240,8 @@ def module_name(path: Path | str, root: Path | str) -> str:
 
 def _relative_parts(path: str, root: str) -> list[str] | None:
     """PurePath.relative_to's parts, lexically (no resolving), or None outside `root`."""
+    if os.altsep:  # Windows: pathlib reads "/" as a separator too
+        path, root = path.replace(os.altsep, os.sep), root.replace(os.altsep, os.sep)
     parts = [p for p in path.split(os.sep) if p not in ("", ".")]
     base = [p for p in root.split(os.sep) if p not in ("", ".")]
     if os.path.isabs(path) != os.path.isabs(root) or parts[: len(base)] != base:
