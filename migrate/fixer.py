@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from migrate import gitsafe
-from migrate.checks.base import Edit, LineIndex
+from migrate.checks.base import Edit, LineIndex, source_lines
 from migrate.findings import Applicability, Finding, ImportSpec
 
 # What `migrate apply` writes by default; --unsafe-fixes adds Applicability.UNSAFE.
@@ -67,12 +67,36 @@ def decode(data: bytes) -> Decoded:
 
 
 def newline_of(text: str) -> str:
-    """The file's line ending: CRLF, a lone CR (classic Mac) or LF."""
-    if "\r\n" in text:
-        return "\r\n"
-    if "\r" in text and "\n" not in text:
-        return "\r"
-    return "\n"
+    """The file's line ending: the one most of its lines end with (CRLF, a lone CR or LF;
+    LF on a tie). New lines get it; the lines already there keep their own (keep_endings)."""
+    crlf = text.count("\r\n")
+    counts = {"\n": text.count("\n") - crlf, "\r\n": crlf, "\r": text.count("\r") - crlf}
+    return max(counts, key=counts.__getitem__)
+
+
+def keep_endings(original: str, fixed: str) -> str:
+    """`fixed` with each line the fix left alone ending as it did in `original`, and every
+    other line ending with the original's most common ending (a file may mix them)."""
+    from migrate.tidy import line_opcodes
+
+    old, new = source_lines(original), source_lines(fixed)
+    old_body, new_body = [_body(line) for line in old], [_body(line) for line in new]
+    majority = newline_of(original)
+    out = []
+    for tag, i1, i2, j1, j2 in line_opcodes(old_body, new_body):
+        # A line edited in place (as many lines on both sides) is still that line.
+        paired = tag == "equal" or (tag == "replace" and i2 - i1 == j2 - j1)
+        for k in range(j2 - j1):
+            body = new_body[j1 + k]
+            ending = new[j1 + k][len(body) :]
+            if ending:  # only a last line ends with nothing, and it stays so
+                ending = (old[i1 + k][len(old_body[i1 + k]) :] if paired else "") or majority
+            out.append(body + ending)
+    return "".join(out)
+
+
+def _body(line: str) -> str:
+    return line.rstrip("\r\n")
 
 
 def encode(decoded: Decoded, text: str) -> bytes:
@@ -98,6 +122,8 @@ class FileFix:
     remaining: list[Finding] = field(default_factory=list)
     held: list[Held] = field(default_factory=list)
     error: str | None = None
+    # BLAKE2 of the bytes `original` was decoded from: apply writes only over those bytes.
+    source_digest: bytes | None = None
 
     @property
     def changed(self) -> bool:
@@ -108,8 +134,8 @@ class FileFix:
             return ""
         return "".join(
             difflib.unified_diff(
-                self.original.splitlines(keepends=True),
-                self.fixed.splitlines(keepends=True),
+                source_lines(self.original),
+                source_lines(self.fixed),
                 fromfile=f"a/{self.path}",
                 tofile=f"b/{self.path}",
             )
@@ -743,7 +769,7 @@ def fix_source(
         from migrate.tidy import tidy
 
         current = tidy(text, current, path)
-    result.fixed = current
+    result.fixed = keep_endings(text, current) if current != text else text
     result.applied = applied
     result.remaining = findings
     result.held = held
@@ -769,7 +795,13 @@ def apply_units(path: str, text: str, units: Iterable[_Unit], newline: str = "\n
     problem = validate(path, new)
     if problem and validate(path, text) is None:
         raise ValueError(f"fix produced invalid code ({problem})")
-    return new
+    return keep_endings(text, new)
+
+
+# The temp file a write goes through: `.NAME.migrate-PID-XXXXXXXX.migrate-tmp` beside NAME,
+# so that one left by a killed run is recognised, with the run that wrote it.
+TEMP_SUFFIX = ".migrate-tmp"
+_TEMP_NAME = re.compile(r"\.(?P<name>.+)\.migrate-(?P<pid>\d+)-[a-z0-9_]{8}\.migrate-tmp")
 
 
 def write_atomic(path: Path, data: bytes) -> None:
@@ -779,7 +811,9 @@ def write_atomic(path: Path, data: bytes) -> None:
         raise OSError(errno.ELOOP, "is a symlink; not replaced", str(path))
     mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else 0o644
     with _signals_held():
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".migrate-tmp", dir=path.parent)
+        fd, tmp = tempfile.mkstemp(
+            prefix=f".{path.name}.migrate-{os.getpid()}-", suffix=TEMP_SUFFIX, dir=path.parent
+        )
         try:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
@@ -792,6 +826,43 @@ def write_atomic(path: Path, data: bytes) -> None:
             if os.path.exists(tmp):
                 os.unlink(tmp)
             raise
+
+
+def stale_temp_files(folder: str, before: float) -> list[tuple[str, int]]:
+    """(name, pid) of the temp files in `folder` that a write of this tool left behind (a
+    `kill -9`, a power cut): named as write_atomic names them, this user's, older than
+    `before`, and written by a process that is no longer running."""
+    try:
+        names = [n for n in os.listdir(folder) if n.endswith(TEMP_SUFFIX)]
+    except OSError:
+        return []
+    stale = []
+    for name in names:
+        found = _TEMP_NAME.fullmatch(name)
+        if found is None:
+            continue
+        pid = int(found["pid"])
+        try:
+            st = os.lstat(os.path.join(folder, name))
+        except OSError:
+            continue
+        mine = not hasattr(os, "getuid") or st.st_uid == os.getuid()
+        if stat.S_ISREG(st.st_mode) and mine and st.st_mtime < before and not pid_alive(pid):
+            stale.append((name, pid))
+    return sorted(stale)
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this id runs (one of another user's counts as running)."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # EPERM: it runs, as someone else
+        return True
+    return True
 
 
 @contextmanager
@@ -853,4 +924,11 @@ def dirty_files(paths: Iterable[Path]) -> dict[Path, str]:
         for entry in entries:
             if len(entry) > 3 and entry[3:] in rel:
                 dirty[rel[entry[3:]]] = entry[:2].strip()
+        # status does not look at files marked assume-unchanged or skip-worktree.
+        try:
+            hidden = gitsafe.hidden_changes(top, [r for r in rel if rel[r] not in dirty])
+        except gitsafe.GitUnavailable:
+            hidden = {r: "?" for r in rel}
+        for name, mark in hidden.items():
+            dirty.setdefault(rel[name], mark)
     return dirty

@@ -10,6 +10,7 @@ discovery and apply goes through `run`, which overrides those settings for that 
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import subprocess
 from pathlib import Path
@@ -93,12 +94,55 @@ def run(args: list[str], cwd: str | Path, timeout: float = 60) -> subprocess.Com
     if not args or args[0] not in READ_ONLY_COMMANDS:
         raise GitUnavailable(f"git {args[0] if args else ''} is not a read-only command")
     overrides = list(NEUTRAL_CONFIG)
-    if args[0] == "status":
-        # The paths status gets are file names: `*`, `?` or a leading `:` are not patterns
-        # (check-ignore refuses this switch, so it is status's alone).
+    command = args[0]
+    if command in ("status", "ls-files"):
+        # The paths given are file names: `*`, `?` or a leading `:` are not patterns
+        # (check-ignore refuses this switch).
         args = ["--literal-pathspecs", *args]
+    if command == "status":
         # status may hash changed files through the clean filter their attributes name.
         for name in _filter_drivers(os.path.realpath(cwd)):
             overrides += [(f"filter.{name}.{key}", "") for key in FILTER_KEYS]
             overrides.append((f"filter.{name}.required", "false"))
     return _git(args, Path(cwd), _environment(overrides), timeout)
+
+
+# `git ls-files -v` tags: lowercase marks assume-unchanged, S (s with both) skip-worktree.
+_HIDDEN_MARKS = {"h": "assume-unchanged", "S": "skip-worktree", "s": "assume-unchanged"}
+_FILE_MODES = ("100644", "100755")
+
+
+def hidden_changes(top: Path, paths: list[str]) -> dict[str, str]:
+    """Files (relative to the work tree `top`) that `git status` does not look at because
+    they are marked assume-unchanged or skip-worktree, and whose bytes are not the index's:
+    path -> the mark. Hashed here as git names a blob (the bytes as they are: a file that
+    git converts on checkout, autocrlf say, counts as changed)."""
+    if not paths:
+        return {}
+    proc = run(["ls-files", "-v", "-s", "-z", "--", *paths], top)
+    if proc.returncode != 0:
+        raise GitUnavailable(proc.stderr.decode("utf-8", "replace").strip())
+    changed = {}
+    for entry in proc.stdout.decode("utf-8", "surrogateescape").split("\0"):
+        meta, _, name = entry.partition("\t")
+        fields = meta.split()
+        if len(fields) != 4 or fields[0] not in _HIDDEN_MARKS or fields[1] not in _FILE_MODES:
+            continue  # a normal entry, a symlink or a submodule
+        if _blob_id(top / name, len(fields[2])) != fields[2]:
+            changed[name] = _HIDDEN_MARKS[fields[0]]
+    return changed
+
+
+def _blob_id(path: Path, length: int) -> str | None:
+    """The object id git gives the file's bytes (SHA-1, or SHA-256 in such a repository), or
+    None when it is gone or is not a regular file."""
+    try:
+        if not path.is_file() or path.is_symlink():
+            return None
+        data = path.read_bytes()
+    except OSError:
+        return None
+    h = hashlib.new("sha256" if length == 64 else "sha1")
+    h.update(b"blob %d\0" % len(data))
+    h.update(data)
+    return h.hexdigest()

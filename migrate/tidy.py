@@ -28,8 +28,9 @@ def tidy(original: str, fixed: str, path: str) -> str:
     from migrate.fixer import newline_of
 
     newline = newline_of(fixed)
-    text = fixed.replace(newline, "\n") if newline != "\n" else fixed
-    before = original.replace(newline, "\n") if newline != "\n" else original
+    # Every line ending read as \n (a file may mix them); fixer.keep_endings puts back
+    # each untouched line's own.
+    text, before = _lf(fixed), _lf(original)
     try:
         text = remove_unused_imports(before, text, Path(path).name == "__init__.py")
         written = _written_lines(before)
@@ -45,6 +46,10 @@ def tidy(original: str, fixed: str, path: str) -> str:
     except (SyntaxError, ValueError, tokenize.TokenError, IndexError):
         return fixed
     return text.replace("\n", newline) if newline != "\n" else text
+
+
+def _lf(text: str) -> str:
+    return re.sub(r"\r\n?", "\n", text) if "\r" in text else text
 
 
 # --------------------------------------------------------------------------- imports
@@ -182,7 +187,7 @@ def line_opcodes(old: list[str], new: list[str]) -> list[tuple[str, int, int, in
 
 def _written_lines(original: str) -> set[str]:
     """The original's lines; any other line of the result was written by the tool."""
-    return set(original.splitlines())
+    return set(original.split("\n"))  # not splitlines: a form feed does not end a line
 
 
 def _long_before(original: str, text: str, limit: int) -> set[str]:
@@ -222,7 +227,9 @@ def _collapse_blank_lines(original: str, text: str) -> str:
                 allowed = 0  # an import removed from the top leaves no gap above the code
                 kept_runs.discard(key)
             if run > allowed and key not in kept_runs:
-                out.extend([""] * allowed)
+                # A form feed (a page break) is the author's, never blank-line damage.
+                breaks = [line for line in lines[i : i + run] if "\x0c" in line]
+                out.extend(breaks + [""] * max(allowed - len(breaks), 0))
                 i += run
                 continue
         out.append(lines[i])
