@@ -291,10 +291,23 @@ def apply_edits(text: str, edits: list[Edit], newline: str) -> str:
             continue
         seen.add(edit)
         out.append(text[last : edit.start])
+        out.append(_page_breaks(text, edit))
         out.append(edit.text.replace("\n", newline) if newline != "\n" else edit.text)
         last = max(last, edit.end)
     out.append(text[last:])
     return "".join(out)
+
+
+def _page_breaks(text: str, edit: Edit) -> str:
+    """The form feeds opening a line the edit rewrites or removes (`\\f@torch.jit.unused`):
+    the author's page breaks, kept in front of what replaces it (at the start of a line a form
+    feed is whitespace that Python ignores)."""
+    if text[edit.start : edit.start + 1] != "\x0c" or edit.text.startswith("\x0c"):
+        return ""
+    if edit.start and text[edit.start - 1] not in "\r\n":
+        return ""
+    removed = text[edit.start : edit.end]
+    return removed[: len(removed) - len(removed.lstrip("\x0c"))]
 
 
 # --------------------------------------------------------------------------- imports

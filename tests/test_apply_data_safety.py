@@ -341,6 +341,10 @@ def test_form_feeds_and_other_legal_whitespace_round_trip_and_are_fixed(tmp_path
         "    @torch.jit.ignore\n"
         "    def f(self, x):\n"
         "\x0c        return (x,\x0c x)\n"
+        "\n"
+        "\x0c@torch.jit.unused\n"
+        "def paged(x):\n"
+        "    return x\n"
     )
     compile(source, "model.py", "exec")  # valid Python
     tree = tmp_path / "tree"
@@ -348,9 +352,10 @@ def test_form_feeds_and_other_legal_whitespace_round_trip_and_are_fixed(tmp_path
     (tree / "model.py").write_text(source, encoding="utf-8")
     run = migrate(tree, "apply", "model.py")
     assert run.returncode == 0, run.stdout + run.stderr
-    assert "Fixed 2 findings in 1 file." in run.stdout
-    # Exactly the two decorator lines go; every other character stays.
+    assert "Fixed 3 findings in 1 file." in run.stdout
+    # Exactly the decorators go (a page break opening one's line stays); all else stays.
     expected = source.replace("@torch.jit.unused\n", "").replace("    @torch.jit.ignore\n", "")
+    assert "\x0cdef paged(x):\n" in expected
     assert (tree / "model.py").read_text(encoding="utf-8") == expected
 
 
