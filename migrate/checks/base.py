@@ -63,13 +63,15 @@ class Check:
 # A line of Python source ends at \r\n, \r or \n only; str.splitlines also breaks at form
 # feeds, vertical tabs and other characters Python reads as whitespace inside a line.
 _SOURCE_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
-_OTHER_BREAKS = re.compile("[\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
+_OTHER_BREAKS = "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 
 
 def source_lines(text: str) -> list[str]:
     """`text`'s lines as Python numbers them, each with its own line ending."""
-    if _OTHER_BREAKS.search(text) is None:
-        return text.splitlines(keepends=True)  # the same lines, six times faster
+    # The same lines then, and splitlines is six times faster than the pattern (the
+    # substring tests cost a few percent of it; a character-class search, more than it).
+    if not any(c in text for c in _OTHER_BREAKS):
+        return text.splitlines(keepends=True)
     return _SOURCE_LINE.findall(text)
 
 
