@@ -88,12 +88,22 @@ def migrate(cwd: Path, *args: str, hook: str | None = None) -> subprocess.Comple
     )
 
 
+_FIXED: dict[bytes, bytes] = {}
+
+
 def fixed_once(tmp_path: Path, source: str | bytes, name: str = "model.py") -> bytes:
-    """What one plain apply makes of `source`, in a folder of its own."""
+    """What one plain apply makes of `source`, in a folder of its own (once a session)."""
+    data = source if isinstance(source, bytes) else source.encode()
+    if data not in _FIXED:
+        _FIXED[data] = _fixed(tmp_path, data, name)
+    return _FIXED[data]
+
+
+def _fixed(tmp_path: Path, source: bytes, name: str) -> bytes:
     folder = tmp_path / f"reference-{len(list(tmp_path.iterdir()))}"
     folder.mkdir()
     path = folder / name
-    path.write_bytes(source if isinstance(source, bytes) else source.encode())
+    path.write_bytes(source)
     run = migrate(folder, "apply", name)
     assert run.returncode in (0, 1), run.stdout + run.stderr
     return path.read_bytes()
