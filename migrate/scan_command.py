@@ -104,8 +104,10 @@ def build_options(
     from migrate.engine import ScanOptions
     from migrate.registry import unknown_codes
 
-    if jobs is not None and not 0 <= jobs <= MAX_JOBS:
-        raise ValueError(f"--jobs must be 0 (one per CPU) to {MAX_JOBS}, not {jobs}")
+    if jobs is not None and jobs < 0:
+        raise ValueError(f"--jobs must be 0 (one per CPU) or more, not {jobs}")
+    if jobs is not None and jobs > MAX_JOBS:
+        raise ValueError(f"--jobs must be at most {MAX_JOBS}, not {jobs}")
     config = resolve_config(paths, config_file, isolated)
     select_list = split_codes(select) if select else config.select
     ignore_list = (split_codes(ignore, "--ignore") or []) + list(config.ignore)
