@@ -338,11 +338,17 @@ def _test_command(given: str | None, from_config: bool, config) -> str | None:
     command from whoever wrote the tree: it runs only when asked for by name, on this command
     line, and is printed first (issue 29)."""
     where = f"{config.path} [tool.migrate] test"
+    if given is not None and not given.strip():
+        raise ValueError("--test: no command given (--test CMD, or --test-from-config)")
     if from_config:
         if given is not None:
             raise ValueError("give --test CMD or --test-from-config, not both")
         if config.test is None:
-            found = f"no `test` in {config.path} [tool.migrate]" if config.path else "no config"
+            found = (
+                f"no `test` in {config.path} [tool.migrate]"
+                if config.path
+                else "no pyproject.toml with a [tool.migrate] table (--config FILE names one)"
+            )
             raise ValueError(f"--test-from-config: {found}")
         typer.echo(f"test: running `{config.test}` (from {where})", err=True)
         return config.test

@@ -936,7 +936,9 @@ def _unread_inputs(
         key = os.path.normpath(given)
         if os.path.isdir(given):
             under = "" if key == "." else key.rstrip(os.sep) + os.sep
-            if not any(j.path.startswith(under) for j in jobs):
+            if not any(j.path.startswith(under) for j in jobs) and not any(
+                f.display.startswith(under) and _some_rule_reads(f.path) for f in files
+            ):
                 notes.append(FileError(str(given), "no file in this folder that migrate reads"))
         elif key not in read() and not _some_rule_reads(Path(key)):
             if any(os.path.normpath(f.path) == key for f in files):  # not --exclude'd

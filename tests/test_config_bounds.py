@@ -178,6 +178,7 @@ def test_an_oversized_pyproject_is_not_read(tmp_path):
          "MIG1,MIG301)"),
         (["--test-timeout", "nan"], "error: --test-timeout must be above 0 and at most 86400 "
          "seconds, not nan"),
+        (["--test", " "], "error: --test: no command given (--test CMD, or --test-from-config)"),
         (["--jobs", "100000"], "error: --jobs must be at most 1024, not 100000"),
     ],
 )  # fmt: skip
@@ -185,8 +186,10 @@ def test_flags_that_name_nothing_or_no_sane_number_are_errors(tmp_path, args, li
     root = tmp_path / "repo"
     root.mkdir()
     (root / "model.py").write_text(TRACE)
-    command = "apply" if "--test-timeout" in args else "scan"
+    command = "apply" if args[0].startswith("--test") else "scan"
+    if args[0] == "--test-timeout":
+        args = [*args, "--test", "true"]
     if command == "apply":
-        args = [*args, "--test", "true", "--dry-run"]
+        args = [*args, "--dry-run"]
     proc = migrate(root, command, *args, "model.py")
     assert (proc.returncode, proc.stderr) == (2, line + "\n")

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -27,6 +26,8 @@ needs_dev_zero = pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="no 
 
 
 def _limit_memory() -> None:
+    import resource  # POSIX; the tests that need the limit need a POSIX system anyway
+
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
 
 
@@ -46,7 +47,7 @@ def migrate(cwd: Path, *args: str, cache: Path | None = None) -> subprocess.Comp
         text=True,
         env=env,
         timeout=60,
-        preexec_fn=_limit_memory,
+        preexec_fn=_limit_memory if os.name == "posix" else None,
     )
 
 
@@ -204,6 +205,10 @@ def test_a_named_file_no_rule_reads_is_one_line_and_exit_2(tmp_path):
     # requirements.txt is a type MIG3xx reads: only deselected, it is simply not scanned.
     (tmp_path / "requirements.txt").write_text("torch==2.7.0+cu128\n")
     proc = migrate(tmp_path, "scan", "--select", "MIG1", "requirements.txt")
+    assert (proc.returncode, proc.stderr) == (0, "")
+    (tmp_path / "pins").mkdir()
+    (tmp_path / "pins" / "requirements.txt").write_text("torch==2.7.0+cu128\n")
+    proc = migrate(tmp_path, "scan", "--select", "MIG1", "pins")
     assert (proc.returncode, proc.stderr) == (0, "")
 
 
