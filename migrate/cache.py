@@ -10,9 +10,29 @@ import pickle
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from migrate import __version__
+from migrate.discover import Skipped, checked_stat, read_checked
+
+
+class Readable(Protocol):
+    def stat(self) -> os.stat_result: ...
+
+    def read(self) -> bytes: ...
+
+
+@dataclass(frozen=True)
+class _Plain:
+    """A file read with the default checks (discover.read_checked)."""
+
+    path: str
+
+    def stat(self) -> os.stat_result:
+        return checked_stat(self.path)
+
+    def read(self) -> bytes:
+        return read_checked(self.path)
 
 
 def digest(data: bytes) -> bytes:
@@ -65,22 +85,25 @@ class ResultCache:
         self._final = (fingerprint, _stats(outside), payload)
         self.dirty = True
 
-    def lookup(self, path: str) -> Any | None:
+    def lookup(self, path: str, source: Readable | None = None) -> Any | None:
+        """The stored result while the file is unchanged. `source` reads it (engine._Job:
+        its size cap and the tree it must stay in); a file it would skip is a miss, so the
+        scan reads it again and says why it skipped it."""
         entry = self.entries.get(path)
         if entry is None:
             return None
+        source = source or _Plain(path)
         try:
-            st = os.stat(path)
-        except OSError:
+            st = source.stat()
+        except (OSError, Skipped):
             return None
         if st.st_size == entry.size and st.st_mtime_ns == entry.mtime_ns:
             return entry.result
         if st.st_size != entry.size:
             return None
         try:
-            with open(path, "rb") as handle:
-                same = digest(handle.read()) == entry.digest
-        except OSError:
+            same = digest(source.read()) == entry.digest
+        except (OSError, Skipped):
             return None
         if same:
             entry.mtime_ns = st.st_mtime_ns

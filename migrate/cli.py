@@ -233,6 +233,13 @@ def apply(
             help="Keep only the fixes this test command still passes (run in a scratch copy).",
         ),
     ] = None,
+    test_from_config: Annotated[
+        bool,
+        typer.Option(
+            "--test-from-config",
+            help="Like --test, with the command of [tool.migrate] test (printed before it runs).",
+        ),
+    ] = False,
     test_format: Annotated[
         str,
         typer.Option(
@@ -295,7 +302,7 @@ def apply(
                 targets = [str(p) for p in copy_tree(paths, out)]
                 allow_dirty = True
         gate = _test_gate(
-            test or config.test,
+            _test_command(test, test_from_config, config),
             test_format,
             test_timeout or config.test_timeout,
             test_retries,
@@ -313,10 +320,12 @@ def apply(
                 progress=progress,
                 test_gate=gate,
             )
+        for note in result.scan.skipped:
+            typer.echo(f"{note.path}: {note.message}; skipped", err=True)
         sys.stdout.write(render_apply(result, dry_run=dry_run, color=use_color()))
         if result.test_report is not None:
             _report_gate(result.test_report, test_report)
-    if result.errors:
+    if result.errors or result.scan.read_nothing:
         raise typer.Exit(EXIT_ERROR)
     if dry_run:
         raise typer.Exit(EXIT_FINDINGS if result.changed else EXIT_CLEAN)
@@ -324,10 +333,35 @@ def apply(
         raise typer.Exit(EXIT_FINDINGS)
 
 
+def _test_command(given: str | None, from_config: bool, config) -> str | None:
+    """The command `apply` tests with. A scanned repository's `[tool.migrate] test` is a shell
+    command from whoever wrote the tree: it runs only when asked for by name, on this command
+    line, and is printed first (issue 29)."""
+    where = f"{config.path} [tool.migrate] test"
+    if given is not None and not given.strip():
+        raise ValueError("--test: no command given (--test CMD, or --test-from-config)")
+    if from_config:
+        if given is not None:
+            raise ValueError("give --test CMD or --test-from-config, not both")
+        if config.test is None:
+            found = (
+                f"no `test` in {config.path} [tool.migrate]"
+                if config.path
+                else "no pyproject.toml with a [tool.migrate] table (--config FILE names one)"
+            )
+            raise ValueError(f"--test-from-config: {found}")
+        typer.echo(f"test: running `{config.test}` (from {where})", err=True)
+        return config.test
+    if given is None and config.test is not None:
+        typer.echo(f"note: {where} not run (pass --test-from-config to run it)", err=True)
+    return given
+
+
 def _test_gate(command, fmt, timeout, retries, select, targets, out):
     """apply --test: the gate run_apply calls with the fix units, or None."""
     if not command:
         return None
+    from migrate.config import MAX_TEST_TIMEOUT
     from migrate.testgate import FORMATS, SELECTS, Gate, TestSettings, repository_root
 
     if out is not None:
@@ -336,8 +370,11 @@ def _test_gate(command, fmt, timeout, retries, select, targets, out):
         raise ValueError(f"--test-format must be one of {', '.join(FORMATS)}, not {fmt}")
     if select not in SELECTS:
         raise ValueError(f"--test-select must be one of {', '.join(SELECTS)}, not {select}")
-    if timeout is not None and timeout <= 0:
-        raise ValueError(f"--test-timeout must be above 0 seconds, not {timeout:g}")
+    if timeout is not None and not 0 < timeout <= MAX_TEST_TIMEOUT:  # NaN fails both
+        raise ValueError(
+            f"--test-timeout must be above 0 and at most {MAX_TEST_TIMEOUT:g} seconds, "
+            f"not {timeout:g}"
+        )
     if retries < 0:
         raise ValueError(f"--test-retries must be 0 or more, not {retries}")
     settings = TestSettings(command, fmt, timeout, retries, select)

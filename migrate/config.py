@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import math
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import tomllib
+
+from migrate.discover import DEFAULT_MAX_FILE_SIZE, Skipped, read_checked, size_text
 
 CUDA_TARGETS = ("13.0", "13.2")
 FORMATS = ("text", "json", "sarif", "github")
@@ -23,8 +27,24 @@ KNOWN_KEYS = (
     "verify",
     "test",
     "test-timeout",
+    "max-file-size",
 )
 VERIFY_KEYS = {"rtol": float, "atol": float, "samples": int, "seed": int, "device": str}
+
+# Bounds of the numbers a scanned repository's file may set (issue 29): a checkout must not
+# start an endless verify, nor a test run that never times out.
+MAX_TEST_TIMEOUT = 24 * 3600.0  # seconds
+MAX_FILE_SIZE = 256 * 1024 * 1024
+MIN_FILE_SIZE = 1024
+VERIFY_BOUNDS: dict[str, tuple[float, float]] = {
+    "samples": (0, 1000),
+    "seed": (0, 2**32 - 1),
+    "rtol": (0.0, 1.0),
+    "atol": (0.0, 1e6),
+}
+VERIFY_DEVICE = re.compile(r"(auto|cpu|(cuda|mps|xpu)(:\d{1,3})?)")
+_SIZE = re.compile(r"\s*(\d+)\s*(|b|kib|kb|k|mib|mb|m|gib|gb|g)\s*", re.IGNORECASE)
+_UNITS = {"": 1, "b": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
 
 
 class ConfigError(Exception):
@@ -42,8 +62,9 @@ class Config:
     format: str = "text"
     unsafe_fixes: bool = False
     verify: dict[str, Any] = field(default_factory=dict)
-    test: str | None = None  # apply --test
+    test: str | None = None  # apply --test-from-config runs it; never run otherwise
     test_timeout: float | None = None
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE
 
 
 def find_pyproject(paths: list[str]) -> Path | None:
@@ -56,7 +77,9 @@ def find_pyproject(paths: list[str]) -> Path | None:
         candidate = folder / "pyproject.toml"
         if candidate.is_file():
             try:
-                data_bytes = candidate.read_bytes()
+                data_bytes = read_checked(candidate)
+            except Skipped as exc:
+                raise ConfigError(f"{candidate}: {exc}; not read") from None
             except OSError:
                 continue
             try:
@@ -109,9 +132,43 @@ def _codes(where: str, key: str, value: Any) -> list[str]:
     return codes
 
 
+def _number(where: str, key: str, value: Any, low: float, high: float, kind: type) -> Any:
+    """A number of `kind` within [low, high] (NaN and infinities refused), else a one-line
+    ConfigError naming the key and the range."""
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise ConfigError(f"{where}: `{key}` must be a{'n' * (kind is int)} {kind.__name__}")
+    if not (math.isfinite(value) and low <= value <= high):
+        raise ConfigError(f"{where}: `{key}` must be from {low:g} to {high:g}, not {value!r}")
+    return value
+
+
+def _file_size(where: str, value: Any) -> int:
+    """max-file-size: bytes (an integer) or a string with a unit ("8 MiB", "512KiB")."""
+    size = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        size = value
+    elif isinstance(value, str):
+        match = _SIZE.fullmatch(value)
+        if match:
+            size = int(match.group(1)) * _UNITS[match.group(2)[:1].lower()]
+    if size is None:
+        raise ConfigError(
+            f'{where}: `max-file-size` must be bytes or a size such as "8 MiB", not {value!r}'
+        )
+    if not MIN_FILE_SIZE <= size <= MAX_FILE_SIZE:
+        raise ConfigError(
+            f"{where}: `max-file-size` must be from 1 KiB to {size_text(MAX_FILE_SIZE)}, not {value!r}"
+        )
+    return size
+
+
 def load_config(path: Path) -> Config:
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(read_checked(path).decode("utf-8"))
+    except Skipped as exc:
+        raise ConfigError(f"{path}: {exc}; not read") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
@@ -125,6 +182,8 @@ def load_config(path: Path) -> Config:
     for key, value in table.items():
         if key == "select":
             config.select = _codes(where, key, value)
+            if not config.select:  # select_codes reads an empty selection as "every rule"
+                raise ConfigError(f"{where}: `select` is empty; name rules or prefixes (MIG1)")
         elif key == "ignore":
             config.ignore = _codes(where, key, value)
         elif key in ("exclude", "extend-exclude"):
@@ -165,19 +224,32 @@ def load_config(path: Path) -> Config:
                 expected = VERIFY_KEYS.get(vkey)
                 if expected is None:
                     raise ConfigError(f"{where}: unknown key `verify.{vkey}`")
-                if expected is float and isinstance(vvalue, int) and not isinstance(vvalue, bool):
-                    vvalue = float(vvalue)
-                if not isinstance(vvalue, expected) or isinstance(vvalue, bool):
-                    raise ConfigError(f"{where}: `verify.{vkey}` must be a {expected.__name__}")
+                name = f"verify.{vkey}"
+                if vkey in VERIFY_BOUNDS:
+                    vvalue = _number(where, name, vvalue, *VERIFY_BOUNDS[vkey], expected)
+                elif not isinstance(vvalue, str) or not VERIFY_DEVICE.fullmatch(vvalue.lower()):
+                    raise ConfigError(
+                        f"{where}: `{name}` must be auto, cpu, cuda[:N], mps or xpu[:N], "
+                        f"not {vvalue!r}"
+                    )
                 config.verify[vkey] = vvalue
         elif key == "test":
             if not isinstance(value, str) or not value.strip():
                 raise ConfigError(f"{where}: `test` must be a command line (a string)")
             config.test = value
         elif key == "test-timeout":
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-                raise ConfigError(f"{where}: `test-timeout` must be a number of seconds above 0")
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not 0 < value <= MAX_TEST_TIMEOUT  # NaN fails both comparisons
+            ):
+                raise ConfigError(
+                    f"{where}: `test-timeout` must be a number of seconds above 0 and at most "
+                    f"{MAX_TEST_TIMEOUT:g}, not {value!r}"
+                )
             config.test_timeout = float(value)
+        elif key == "max-file-size":
+            config.max_file_size = _file_size(where, value)
         else:
             raise ConfigError(
                 f"{where}: unknown key `{key}` (known: {', '.join(sorted(KNOWN_KEYS))})"

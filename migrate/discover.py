@@ -6,6 +6,7 @@ import fnmatch
 import functools
 import os
 import re
+import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,15 +38,122 @@ SKIP_DIRS = frozenset(
 
 PYTHON_SUFFIXES = (".py", ".pyi")
 
+# The most bytes read from one file of the tree ([tool.migrate] max-file-size): a larger
+# file is skipped with a note, never read into memory.
+DEFAULT_MAX_FILE_SIZE = 8 * 1024 * 1024
+
 
 class UsageError(Exception):
     """Bad command-line input (missing path, bad option): exit 2."""
+
+
+class Skipped(Exception):
+    """A file that is not read at all: not a regular file, over the size cap, a symlink out
+    of the tree. Its message is the reason, for a one-line note ("x.py: <reason>; skipped")."""
+
+
+_KINDS = (
+    (stat.S_ISFIFO, "FIFO"),
+    (stat.S_ISSOCK, "socket"),
+    (stat.S_ISCHR, "character device"),
+    (stat.S_ISBLK, "block device"),
+    (stat.S_ISDIR, "folder"),
+)
+
+
+def _kind(mode: int) -> str:
+    return next((name for test, name in _KINDS if test(mode)), "special file")
+
+
+def size_text(size: int) -> str:
+    """A byte count as the config spells it: "8 MiB", "512 KiB", else "1500 bytes"."""
+    for unit, name in ((1024**3, "GiB"), (1024**2, "MiB"), (1024, "KiB")):
+        if size >= unit and size % unit == 0:
+            return f"{size // unit} {name}"
+    return f"{size} bytes"
+
+
+def checked_stat(
+    path: str | os.PathLike[str],
+    max_size: int = DEFAULT_MAX_FILE_SIZE,
+    confine: str | None = None,
+) -> os.stat_result:
+    """The stat of a file that may be read, or Skipped: it must be a regular file (after
+    symlinks) of at most `max_size` bytes, and, with `confine` (a real folder path), a
+    symlink must point inside that folder. OSError when it cannot be stat'ed."""
+    if confine is not None:
+        real = _outside(os.fspath(path), confine)
+        if real is not None:
+            raise Skipped(f"symlink to {real}, outside the tree")
+    st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise Skipped(f"not a regular file ({_kind(st.st_mode)})")
+    if st.st_size > max_size:
+        raise Skipped(f"larger than max-file-size ({st.st_size} bytes > {size_text(max_size)})")
+    return st
+
+
+def _under(real: str, root: str) -> bool:
+    return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
+
+
+@functools.lru_cache(maxsize=4096)
+def _real_folder(folder: str) -> str:
+    return os.path.realpath(folder)
+
+
+def _outside(path: str, confine: str) -> str | None:
+    """The real path of `path` when a symlink (the file, or a folder above it: git lists a
+    file under a folder that became a symlink) takes it out of `confine`, else None. One
+    realpath per folder, an lstat per file."""
+    folder = _real_folder(os.path.dirname(os.path.abspath(path)))
+    real = os.path.join(folder, os.path.basename(path))
+    if _under(folder, confine) and os.path.islink(path):
+        real = os.path.realpath(path)
+    return None if _under(real, confine) else real
+
+
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+_OPEN_FLAGS |= getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+
+
+def read_checked(
+    path: str | os.PathLike[str],
+    max_size: int = DEFAULT_MAX_FILE_SIZE,
+    confine: str | None = None,
+) -> bytes:
+    """A file's bytes, read only when `checked_stat` allows it. Opened without blocking
+    (a FIFO swapped in after the stat does not hang the open), checked again on the open
+    descriptor, and read to at most `max_size` bytes whatever the file claims. Every read
+    of the scanned tree goes through here."""
+    before = checked_stat(path, max_size, confine)
+    fd = os.open(path, _OPEN_FLAGS)
+    try:
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) != (before.st_dev, before.st_ino):
+            raise Skipped("replaced while being read")
+        if not stat.S_ISREG(st.st_mode):  # pragma: no cover - the same inode as the stat
+            raise Skipped(f"not a regular file ({_kind(st.st_mode)})")
+        chunks, left = [], max_size + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    if len(data) > max_size:
+        raise Skipped(f"larger than max-file-size (grew past {size_text(max_size)} while read)")
+    return data
 
 
 @dataclass(frozen=True)
 class SourceFile:
     path: Path  # as given/found (relative paths stay relative, for reporting)
     root: Path  # the scan root it was found under (for module names and excludes)
+    named: bool = False  # named on the command line: a symlink is followed wherever it points
 
     @property
     def display(self) -> str:
@@ -180,6 +288,7 @@ def discover(
             root = path
         else:
             files, root = [path], path.parent
+        named = not path.is_dir()
         # A glob matches relative to the scanned folder, or to the current folder as typed
         # (`--exclude src/gen` while scanning `src`, or a file named on the command line).
         here = Path(".")
@@ -190,13 +299,16 @@ def discover(
                 continue
             key = os.path.normpath(f)
             if key not in seen:
-                seen[key] = SourceFile(Path(key), root)
+                seen[key] = SourceFile(Path(key), root, named)
     return sorted(seen.values(), key=lambda s: s.display)
 
 
-def read_source(path: Path) -> str:
-    """Decode a source file the way Python would (PEP 263 cookie, BOM), keeping newlines."""
-    return decode_source(path.read_bytes())
+def read_source(
+    path: Path | str, max_size: int = DEFAULT_MAX_FILE_SIZE, confine: str | None = None
+) -> str:
+    """Decode a source file the way Python would (PEP 263 cookie, BOM), keeping newlines;
+    read through `read_checked` (Skipped, like OSError, means there is no text)."""
+    return decode_source(read_checked(path, max_size, confine))
 
 
 def decode_source(data: bytes) -> str:

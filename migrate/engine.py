@@ -31,12 +31,16 @@ from migrate.checks.base import (
 )
 from migrate.checkset import TORCHSCRIPT_WORDS, CheckSet  # noqa: F401 (also imported from here)
 from migrate.discover import (
+    DEFAULT_MAX_FILE_SIZE,
+    Skipped,
     SourceFile,
+    checked_stat,
     decode_source,
     discover,
     import_root,
     module_file,
     module_name,
+    read_checked,
     read_source,
 )
 from migrate.findings import FileError, Finding, ScanResult
@@ -64,6 +68,7 @@ class ScanOptions:
     use_git: bool = True
     cache: bool = True
     cache_dir: Path | None = None
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE  # [tool.migrate] max-file-size
 
     def codes(self) -> list[str]:
         return select_codes(self.select, self.ignore)
@@ -78,6 +83,7 @@ class FileResult:
     exports: dict[str, str] = field(default_factory=dict)
     repo_imports: set[str] = field(default_factory=set)
     digest: bytes | None = None
+    skipped: str | None = None  # not read at all (discover.Skipped): why, for a note
     import_words: set[str] = field(default_factory=set)
     facts: dict[str, set[str]] = field(default_factory=dict)  # ctx.facts (repository pass)
     remembered: set[str] = field(default_factory=set)  # checks' `remember` words, unparsed files
@@ -298,6 +304,16 @@ class _Job:
     display: str
     root: str
     python: bool
+    # How it may be read (discover.read_checked): the real scan root a symlink must stay
+    # inside (None for a file named on the command line), and the size cap.
+    confine: str | None = None
+    limit: int = DEFAULT_MAX_FILE_SIZE
+
+    def stat(self) -> os.stat_result:
+        return checked_stat(self.path, self.limit, self.confine)
+
+    def read(self) -> bytes:
+        return read_checked(self.path, self.limit, self.confine)
 
     @property
     def module(self) -> str:
@@ -363,7 +379,7 @@ def _run_job(
     job: _Job, exports: dict[str, str] | None = None, repo: RepoPass | None = None
 ) -> FileResult:
     try:
-        data = Path(job.path).read_bytes()
+        data = job.read()
         file_digest = digest(data)
         if not job.python and not _may_match(job, data):
             return FileResult(job.display, digest=file_digest)
@@ -371,6 +387,8 @@ def _run_job(
     except UnicodeDecodeError as exc:
         reason = exc.reason if exc.encoding == "binary" else f"not valid {exc.encoding} text"
         return FileResult(job.display, error=f"cannot decode: {reason}")
+    except Skipped as exc:
+        return FileResult(job.display, skipped=str(exc))
     except (OSError, SyntaxError, LookupError) as exc:
         return FileResult(job.display, error=f"cannot read: {_os_reason(exc)}")
     try:
@@ -488,11 +506,18 @@ class Scanner:
 
     def jobs_for(self, files: list[SourceFile]) -> list[_Job]:
         jobs = []
+        real_roots: dict[Path, str] = {}
+        limit = self.options.max_file_size
         for f in files:
             python = f.is_python
             if not python and not self.checks.text_checks_for(PurePosixPath(f.display)):
                 continue
-            jobs.append(_Job(str(f.path), f.display, str(f.root), python))
+            confine = None
+            if not f.named:
+                confine = real_roots.get(f.root)
+                if confine is None:
+                    confine = real_roots[f.root] = os.path.realpath(f.root)
+            jobs.append(_Job(str(f.path), f.display, str(f.root), python, confine, limit))
         return jobs
 
     def _workers(self, count: int) -> int:
@@ -543,6 +568,7 @@ class Scanner:
         missing += [FileError(folder, reason) for folder, reason in unlisted]
         jobs = self.jobs_for(files)
         self.jobs = {j.display: j for j in jobs}
+        self._unread = _unread_inputs(paths, files, jobs)
         cache = self._open_cache(paths)
         fingerprint = _tree_fingerprint(jobs) if cache else None
         final = cache.final(fingerprint) if cache else None
@@ -554,7 +580,7 @@ class Scanner:
         results: dict[str, FileResult] = {}
         todo = []
         for job in jobs:
-            hit = cache.lookup(job.path) if cache else None
+            hit = cache.lookup(job.path, job) if cache else None
             if hit is not None:
                 results[job.display] = hit
             else:
@@ -587,10 +613,14 @@ class Scanner:
         planned: list[Finding] | None = None,
     ) -> ScanResult:
         out = ScanResult(files_seen=len(jobs), errors=list(missing))
+        out.skipped = list(getattr(self, "_unread", ()))
         for r in results.values():
             out.findings.extend(r.findings)
             if r.error:
                 out.errors.append(FileError(r.path, r.error))
+            if r.skipped:
+                out.skipped.append(FileError(r.path, r.skipped))
+                out.files_seen -= 1
             out.files_parsed += r.parsed
         out.sort()
         # Fixes whose safety depends on other files: held back as a whole repository.
@@ -767,8 +797,8 @@ class Scanner:
                 scanned.add(path)
                 self._outside_read.append(path)
                 try:
-                    text = read_source(Path(path))
-                except (OSError, UnicodeDecodeError, SyntaxError, LookupError):
+                    text = read_source(path, self.options.max_file_size, os.path.realpath(root))
+                except (OSError, Skipped, UnicodeDecodeError, SyntaxError, LookupError):
                     continue
                 table = _export_table(text, self.checks, module, package)
                 if table is not None:
@@ -857,8 +887,10 @@ def _close_exports(
 def _repo_imports_of(job: _Job) -> set[str]:
     """Modules of the repository a file imports (for a named file the pre-filter skipped)."""
     try:
-        tree = ast.parse(read_source(Path(job.path)))
-    except (OSError, UnicodeDecodeError, SyntaxError, LookupError, ValueError, RecursionError):
+        tree = ast.parse(decode_source(job.read()))
+    except (OSError, Skipped, UnicodeDecodeError, SyntaxError, LookupError, ValueError):
+        return set()
+    except RecursionError:  # too deep to parse: the scan reported it
         return set()
     return ScopeTable(tree, job.module, job.is_package, None, job.script_dir).repo_imports
 
@@ -890,6 +922,39 @@ def _unusable(path: str | Path) -> str | None:
     except OSError as exc:
         return exc.strerror.lower() if exc.strerror else str(exc)
     return None
+
+
+def _unread_inputs(
+    paths: list[str | Path], files: list[SourceFile], jobs: list[_Job]
+) -> list[FileError]:
+    """Paths named on the command line that give nothing to read: a file of a type no rule
+    reads (a file only the selected rules skip is not one), a folder without any file to
+    read. One note each (issue 30)."""
+    notes = []
+    read = functools.cache(lambda: {os.path.normpath(j.path) for j in jobs})
+    for given in paths:
+        key = os.path.normpath(given)
+        if os.path.isdir(given):
+            under = "" if key == "." else key.rstrip(os.sep) + os.sep
+            if not any(j.path.startswith(under) for j in jobs) and not any(
+                f.display.startswith(under) and _some_rule_reads(f.path) for f in files
+            ):
+                notes.append(FileError(str(given), "no file in this folder that migrate reads"))
+        elif key not in read() and not _some_rule_reads(Path(key)):
+            if any(os.path.normpath(f.path) == key for f in files):  # not --exclude'd
+                notes.append(FileError(str(given), "not a file type migrate reads"))
+    return notes
+
+
+def _some_rule_reads(path: Path) -> bool:
+    if path.suffix in (".py", ".pyi"):
+        return True
+    return bool(_every_check().text_checks_for(PurePosixPath(path.as_posix())))
+
+
+@functools.lru_cache(maxsize=1)
+def _every_check() -> CheckSet:
+    return CheckSet(sorted(all_rules()), {"cuda": "13.0"})
 
 
 def scan(paths: Iterable[str | Path], options: ScanOptions | None = None) -> ScanResult:

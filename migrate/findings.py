@@ -150,7 +150,16 @@ class ScanResult:
     errors: list[FileError] = field(default_factory=list)
     files_seen: int = 0
     files_parsed: int = 0
+    # Named or found but not read (a FIFO, a file over the size cap, a type no rule reads,
+    # a folder holding nothing to read): one note each, on stderr; not an error.
+    skipped: list[FileError] = field(default_factory=list)
+
+    @property
+    def read_nothing(self) -> bool:
+        """Nothing at all was read: every input was skipped or could not be read."""
+        return self.files_seen == 0 and bool(self.skipped or self.errors)
 
     def sort(self) -> None:
         self.findings.sort(key=lambda f: (f.path, f.line, f.column, f.rule))
         self.errors.sort()
+        self.skipped.sort()

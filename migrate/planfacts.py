@@ -12,7 +12,7 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple, Protocol
 
-from migrate.discover import decode_source
+from migrate.discover import Skipped, decode_source
 
 
 class _Job(Protocol):
@@ -22,6 +22,8 @@ class _Job(Protocol):
 
     @property
     def module(self) -> str: ...
+
+    def read(self) -> bytes: ...  # discover.read_checked, with the scan's cap and tree
 
 
 class _Hints(Protocol):
@@ -39,9 +41,8 @@ def build_scan_facts(jobs: Iterable[_Job], results: Mapping[str, _Hints]) -> obj
         if not job.python:
             continue
         try:
-            with open(job.path, "rb") as handle:
-                text = decode_source(handle.read())
-        except (OSError, UnicodeDecodeError, SyntaxError, LookupError):
+            text = decode_source(job.read())
+        except (OSError, Skipped, UnicodeDecodeError, SyntaxError, LookupError):
             continue
         seen = results.get(job.display)
         hinted = seen is not None and seen.parsed  # the scan's hints, where it parsed

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+MAX_JOBS = 1024  # --jobs: worker processes
 
 
 class Terminated(KeyboardInterrupt):
@@ -36,10 +37,16 @@ def error_verdict(exc: BaseException, debug: bool) -> tuple[int, str] | None:
     return EXIT_ERROR, f"error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)"
 
 
-def split_codes(values: list[str] | None) -> list[str] | None:
+def split_codes(values: list[str] | None, flag: str = "--select") -> list[str] | None:
+    """Codes of a repeatable, comma-separated flag; None when it was not given. Given but
+    naming nothing (`--select ''`, an unset shell variable) is an error: it must not mean
+    "every rule"."""
     if not values:
         return None
-    return [v.strip() for item in values for v in item.split(",") if v.strip()]
+    codes = [v.strip() for item in values for v in item.split(",") if v.strip()]
+    if not codes:
+        raise ValueError(f"{flag}: no rule given (name rules or prefixes: {flag} MIG1,MIG301)")
+    return codes
 
 
 def use_color(stream=None) -> bool:
@@ -99,9 +106,11 @@ def build_options(
 
     if jobs is not None and jobs < 0:
         raise ValueError(f"--jobs must be 0 (one per CPU) or more, not {jobs}")
+    if jobs is not None and jobs > MAX_JOBS:
+        raise ValueError(f"--jobs must be at most {MAX_JOBS}, not {jobs}")
     config = resolve_config(paths, config_file, isolated)
     select_list = split_codes(select) if select else config.select
-    ignore_list = (split_codes(ignore) or []) + list(config.ignore)
+    ignore_list = (split_codes(ignore, "--ignore") or []) + list(config.ignore)
     for flag, codes in (("--select", select_list or []), ("--ignore", ignore_list)):
         bad = unknown_codes(codes)
         if bad:
@@ -119,8 +128,17 @@ def build_options(
         cuda=cuda_target,
         jobs=jobs,
         cache=not no_cache,
+        max_file_size=config.max_file_size,
     )
     return options, config
+
+
+def print_problems(result, echo) -> None:
+    """The one line per input that was skipped or could not be read (ScanResult)."""
+    for note in result.skipped:
+        echo(f"{note.path}: {note.message}; skipped")
+    for err in result.errors:
+        echo(f"error: {err.path}: {err.message}")
 
 
 def _stderr_line(text: str) -> None:
@@ -158,8 +176,9 @@ def run_scan(
             result = Scanner(options, progress).scan(paths)
         rendered = FORMATS[fmt](result, color=output is None and use_color())
         # One line per unreadable input, on stderr whatever the format.
-        for err in result.errors:
-            _stderr_line(f"error: {err.path}: {err.message}")
+        print_problems(result, _stderr_line)
+        if result.read_nothing and fmt == "text" and not output:
+            rendered = ""  # "no findings in 0 files" under those lines says nothing more
         if output:
             try:
                 output.write_text(rendered, encoding="utf-8")
@@ -174,7 +193,7 @@ def run_scan(
         code, line = verdict
         _stderr_line(line)
         return code
-    if result.errors:
+    if result.errors or result.read_nothing:
         return EXIT_ERROR
     if result.findings and not exit_zero:
         return EXIT_FINDINGS

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from migrate import gitsafe
+from migrate.discover import Skipped, read_checked
 from migrate.fixer import Decoded, apply_units, encode
 
 FORMATS = ("auto", "junit", "exit-code")
@@ -347,8 +348,8 @@ class ImportGraph:
             rel = f.relative_to(root).with_suffix("")
             package = list(rel.parts[:-1]) if rel.name != "__init__" else list(rel.parts[:-1])
             try:
-                tree = ast.parse(f.read_bytes())
-            except (SyntaxError, ValueError, OSError):
+                tree = ast.parse(read_checked(f))  # the copy keeps symlinks: not /dev/zero
+            except (SyntaxError, ValueError, OSError, Skipped):
                 self.edges[f] = set()
                 continue
             self.edges[f] = {t for n in _imported(tree, package) for t in by_name.get(n, ())}

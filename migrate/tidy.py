@@ -12,6 +12,7 @@ import ast
 import difflib
 import functools
 import io
+import os
 import re
 import tokenize
 from pathlib import Path
@@ -681,7 +682,7 @@ def _line_length_setting(directory: Path) -> int | None:
     for name in ("setup.cfg", "tox.ini", ".flake8"):
         config = configparser.ConfigParser()
         try:
-            config.read(directory / name, encoding="utf-8")
+            config.read_string(_read_config(directory / name).decode("utf-8"))
             value = config.get("flake8", "max-line-length", fallback=None)
         except (configparser.Error, UnicodeDecodeError):
             continue
@@ -690,9 +691,21 @@ def _line_length_setting(directory: Path) -> int | None:
     return None
 
 
+def _read_config(path: Path) -> bytes:
+    """A linter's config file of the tree, read through the scan's checks (a FIFO or
+    `/dev/zero` named setup.cfg is not read); empty when absent or skipped."""
+    from migrate.discover import Skipped, read_checked
+
+    if not os.path.lexists(path):
+        return b""
+    try:
+        return read_checked(path)
+    except (OSError, Skipped):
+        return b""
+
+
 def _read_toml(path: Path, tomllib) -> dict | None:
     try:
-        with open(path, "rb") as handle:
-            return tomllib.load(handle)
-    except (OSError, ValueError):
+        return tomllib.loads(_read_config(path).decode("utf-8")) or None
+    except (UnicodeDecodeError, ValueError):
         return None

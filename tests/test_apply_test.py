@@ -563,7 +563,7 @@ def test_config_names_the_test_command(tmp_path):
     (root / "pyproject.toml").write_text(
         '[tool.migrate]\ntest = "python check.py"\ntest-timeout = 30\nunsafe-fixes = true\n'
     )
-    proc = migrate(root, tmp_path, "--dry-run")
+    proc = migrate(root, tmp_path, "--dry-run", "--test-from-config")
     assert "Tested with `python check.py`" in proc.stdout
     assert "reverted mylib/mode.py:5:8 MIG110" in proc.stdout
 
@@ -572,7 +572,10 @@ def test_config_names_the_test_command(tmp_path):
     ("table", "message"),
     [
         ("test = 3", "`test` must be a command line (a string)"),
-        ('test = "pytest"\ntest-timeout = 0', "`test-timeout` must be a number of seconds above 0"),
+        (
+            'test = "pytest"\ntest-timeout = 0',
+            "`test-timeout` must be a number of seconds above 0 and at most 86400, not 0",
+        ),
     ],
 )
 def test_config_rejects_bad_test_keys(tmp_path, table, message):

@@ -186,8 +186,8 @@ def test_verify_table(tmp_path):
         ("format = 1", "`format` must be one of"),
         ("verify = 1", "`verify` must be a table"),
         ("verify = {rtol = 'small'}", "`verify.rtol` must be a float"),
-        ("verify = {samples = 2.5}", "`verify.samples` must be a int"),
-        ("verify = {samples = true}", "`verify.samples` must be a int"),
+        ("verify = {samples = 2.5}", "`verify.samples` must be an int"),
+        ("verify = {samples = true}", "`verify.samples` must be an int"),
         ("verify = {tolerance = 1}", "unknown key `verify.tolerance`"),
     ],
 )

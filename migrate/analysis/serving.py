@@ -17,7 +17,6 @@ import dataclasses
 import os
 import posixpath
 from collections.abc import Callable
-from pathlib import Path
 
 from migrate.findings import Finding
 
@@ -130,10 +129,11 @@ def _source_use(folder: str) -> tuple[str, int] | None:
     """The first TorchScript runtime use among the C-family sources under `folder`, read
     from disk (a scan that did not select MIG401/MIG403 has no findings to look at)."""
     from migrate.checks import _native
-    from migrate.discover import SKIP_DIRS, decode_source
+    from migrate.discover import SKIP_DIRS, Skipped, decode_source, read_checked
 
     suffixes = _native.C_SUFFIXES + _native.OBJC_SUFFIXES
     known = _native.unqualified_names()
+    tree = os.path.realpath(folder or ".")
     for here, dirs, names in os.walk(folder or ".", followlinks=False):
         dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("."))
         for name in sorted(names):
@@ -141,11 +141,11 @@ def _source_use(folder: str) -> tuple[str, int] | None:
                 continue
             path = os.path.join(here, name)
             try:
-                data = Path(path).read_bytes()
+                data = read_checked(path, confine=tree)
                 if not any(word in data for word in _RUNTIME_BYTES):
                     continue
                 text = decode_source(data)
-            except (OSError, UnicodeDecodeError, SyntaxError, LookupError):
+            except (OSError, Skipped, UnicodeDecodeError, SyntaxError, LookupError):
                 continue
             uses = _native.cpp_uses(_native.tokenize(text, _native.C), known)
             if uses:
