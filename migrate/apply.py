@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from migrate.cache import default_cache_folder, digest
-from migrate.discover import UsageError
+from migrate.discover import Skipped, UsageError, read_checked
 from migrate.engine import Scanner, ScanOptions
 from migrate.findings import FileError, Finding, ScanResult
 from migrate.fixer import (
@@ -235,9 +235,14 @@ def _read(
 ) -> tuple[bytes, Decoded] | None:
     """The file's bytes and text, or None (an error recorded) when it cannot be read or is
     not the text the scan computed its findings on."""
+    job = getattr(scanner, "jobs", {}).get(display)
     try:
-        raw = path.read_bytes()
+        # The scan's checked read: a regular file inside the tree, within the size cap.
+        raw = job.read() if job is not None else read_checked(path)
         decoded = decode(raw)
+    except Skipped as exc:
+        result.errors.append(FileError(display, f"{exc}; left untouched"))
+        return None
     except (OSError, UnicodeDecodeError, SyntaxError) as exc:
         result.errors.append(FileError(display, f"cannot read: {exc}"))
         return None
@@ -246,6 +251,14 @@ def _read(
         result.errors.append(FileError(display, CHANGED))
         return None
     return raw, decoded
+
+
+def _digest_now(path: Path) -> str | None:
+    """The digest of the file as it is now, None when it is no longer a regular file."""
+    try:
+        return digest(read_checked(path, max_size=1 << 62))
+    except Skipped:
+        return None
 
 
 def _write(
@@ -260,7 +273,7 @@ def _write(
         fix.error = result.errors[-1].message
         return
     try:
-        if fix.source_digest is not None and digest(path.read_bytes()) != fix.source_digest:
+        if fix.source_digest is not None and _digest_now(path) != fix.source_digest:
             # Edited while the fixes were computed: the user's text wins.
             fix.error = CHANGED
             result.errors.append(FileError(display, fix.error))
