@@ -554,5 +554,12 @@ def _root(
 
 _register_verify()
 
+# `migrate record -- CMD` (issue 28): its command lives in migrate/record/command.py.
+from migrate.record.command import record as _record  # noqa: E402
+
+app.command("record", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(
+    _record
+)
+
 
 main = entry.main  # the console script's old name (pyproject names migrate.entry:main)
