@@ -253,3 +253,21 @@ def test_function_evidence_uses_it_directly(tmp_path, kinds, expect):
         message = _findings(folder)[5]["message"]
         assert "cannot tell a function" in message
         assert "the recorded run scripted function, module here: decide by hand" in message
+
+
+def test_evidence_is_read_again_once_the_file_changed(tmp_path):
+    from migrate.record import evidence
+
+    path = _write(tmp_path, sites=EVIDENCE[:1]) / ".migrate" / "evidence.json"
+    try:
+        evidence.activate(str(path))
+        first = evidence.active()
+        evidence.activate(str(path))
+        assert evidence.active() is first
+        data = json.loads(path.read_text())
+        data["sites"] = EVIDENCE[:2]
+        path.write_text(json.dumps(data))
+        evidence.activate(str(path))
+        assert len(evidence.active().by_key) == 2
+    finally:
+        evidence.activate(None)

@@ -96,10 +96,11 @@ def activate(path: str | None) -> None:
     if not path:
         _ACTIVE["evidence"] = None
         return
+    source = f"{path}@{fingerprint(path)}"  # read again once the file changed
     current = _ACTIVE["evidence"]
-    if current is not None and current.source == path:
+    if current is not None and current.source == source:
         return
-    _ACTIVE["evidence"] = Evidence(read_evidence(Path(path)), path)
+    _ACTIVE["evidence"] = Evidence(read_evidence(Path(path)), source)
 
 
 def active() -> Evidence | None:
