@@ -25,4 +25,5 @@ def _start() -> None:
         spec.loader.exec_module(module)
 
 
-_start()
+if __name__ == "sitecustomize":  # not when imported as migrate.record.boot.sitecustomize
+    _start()
