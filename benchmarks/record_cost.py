@@ -36,9 +36,40 @@ def timed(command: list[str], cwd: Path, env: dict[str, str]) -> float:
     return time.perf_counter() - start
 
 
+CALLS = """
+import time, torch
+m = torch.jit.script(torch.nn.Linear(16, 4))
+x = torch.randn(8, 16)
+for _ in range(200):
+    m(x)
+start = time.perf_counter()
+for _ in range({n}):
+    m(x)
+print((time.perf_counter() - start) / {n} * 1e6)
+"""
+
+
+def per_call(env: dict[str, str], hook_env: dict[str, str], runs: int, n: int = 20000) -> None:
+    """The recorder's cost per call of a scripted module, timed inside the process (process
+    start and torch's import, the noise of a loaded machine, left out)."""
+    code = [sys.executable, "-c", CALLS.format(n=n)]
+    times: dict[str, list[float]] = {"plain": [], "recorder": []}
+    for _ in range(runs):
+        for name, use in (("plain", env), ("recorder", hook_env)):
+            out = subprocess.run(code, env=use, capture_output=True, text=True, check=True)
+            times[name].append(float(out.stdout.split()[-1]))
+    plain, recorded = (statistics.median(times[k]) for k in ("plain", "recorder"))
+    print(f"per call of a scripted Linear(16, 4) on 8x16 ({n} calls, {runs} runs, medians):")
+    print(
+        f"  plain {plain:.1f} us, recorded {recorded:.1f} us: {recorded / plain:.2f}x, "
+        f"+{recorded - plain:.1f} us a call"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--per-call", action="store_true", help="Only the per-call cost.")
     parser.add_argument("command", nargs="*")
     args = parser.parse_args()
     temp = Path(tempfile.mkdtemp(prefix="record-cost-"))
@@ -60,6 +91,9 @@ def main() -> None:
         parts = temp / "parts"
         parts.mkdir()
         hook_env = recorder_env(parts, cwd, plain_env)
+        per_call(plain_env, hook_env, args.runs)
+        if args.per_call:
+            return
         times: dict[str, list[float]] = {"plain": [], "recorder only": [], "migrate record": []}
         timed(command, cwd, plain_env)  # warm the file cache for both
         for _ in range(args.runs):

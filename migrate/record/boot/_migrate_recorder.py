@@ -31,6 +31,7 @@ _lock = threading.RLock()
 _local = threading.local()
 _sites: dict[str, dict] = {}
 _results: dict[int, tuple] = {}  # id(result) -> (site key, weakref)
+_fast: dict[str, dict] = {}  # site key -> {_fast_key: its calls entry}
 _skip_dirs: list[str] = []
 
 
@@ -49,6 +50,7 @@ def install() -> None:
 def _forget() -> None:
     """A forked child records its own calls only."""
     _sites.clear()
+    _fast.clear()
 
 
 class _TorchFinder:
@@ -235,27 +237,57 @@ def _count(table: dict, key: str, value) -> None:
     entry["count"] += 1
 
 
+def _fast_key(value, torch, shapes: list, depth: int = 0):
+    """A cheap key for a value's structure without sizes; its tensors' shapes go to `shapes`
+    (the same order as tensors_of)."""
+    if isinstance(value, torch.Tensor):
+        shapes.append(value.shape)
+        return (value.dtype, value.device.type, value.dim())
+    if isinstance(value, (tuple, list)) and depth < 8:
+        return (type(value) is list, tuple(_fast_key(v, torch, shapes, depth + 1) for v in value))
+    if isinstance(value, dict) and depth < 8:
+        return tuple((k, _fast_key(v, torch, shapes, depth + 1)) for k, v in value.items())
+    return type(value)
+
+
 def _note_call(site_key: str, args, kwargs, torch) -> None:
-    desc = {"t": "call", "args": describe(tuple(args), torch), "kwargs": describe(kwargs, torch)}
+    tensor = torch.Tensor
+    if not kwargs and all(isinstance(a, tensor) for a in args):  # the common call: tensors
+        shapes = [a.shape for a in args]
+        fast = tuple([(a.dtype, a.device, len(s)) for a, s in zip(args, shapes, strict=True)])
+    else:
+        shapes = []
+        fast = (_fast_key(args, torch, shapes), _fast_key(kwargs, torch, shapes))
+    with _lock:
+        known = _fast.setdefault(site_key, {})
+        entry = known.get(fast)
+        if entry is None:
+            entry = known[fast] = _call_entry(site_key, args, kwargs, torch)
+            if entry is None:
+                return
+        entry["count"] += 1
+        for axes, shape in zip(entry["axes"], shapes, strict=True):
+            for sizes, size in zip(axes, shape, strict=True):
+                if size not in sizes and len(sizes) < MAX_SIZES:
+                    sizes.append(int(size))
+
+
+def _call_entry(site_key: str, args, kwargs, torch) -> dict | None:
+    """The aggregate of the calls of this structure (a new signature: described once)."""
+    desc = {"args": describe(tuple(args), torch), "kwargs": describe(kwargs, torch)}
     whole = {"t": "tuple", "items": [desc["args"], desc["kwargs"]]}
     key = skeleton(whole)
-    with _lock:
-        calls = _sites[site_key]["calls"]
-        entry = calls.get(key)
-        if entry is None:
-            if len(calls) >= MAX_SIGNATURES:
-                return
-            entry = calls[key] = {
-                "args": desc["args"]["items"],
-                "kwargs": desc["kwargs"]["items"],
-                "count": 0,
-                "axes": [[[] for _ in t["shape"]] for t in tensors_of(whole)],
-            }
-        entry["count"] += 1
-        for axes, tensor in zip(entry["axes"], tensors_of(whole), strict=True):
-            for sizes, size in zip(axes, tensor["shape"], strict=True):
-                if size not in sizes and len(sizes) < MAX_SIZES:
-                    sizes.append(size)
+    calls = _sites[site_key]["calls"]
+    if key not in calls:
+        if len(calls) >= MAX_SIGNATURES:
+            return None
+        calls[key] = {
+            "args": desc["args"]["items"],
+            "kwargs": desc["kwargs"]["items"],
+            "count": 0,
+            "axes": [[[] for _ in t["shape"]] for t in tensors_of(whole)],
+        }
+    return calls[key]
 
 
 def _register(result, site_key: str) -> None:
