@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
 from dataclasses import dataclass, field
 
 from migrate.checks._edits import replace_with_arg
@@ -534,9 +535,19 @@ def _script_export(ctx, call, scope, uses, fix) -> str | None:
 # answers None / the text unchanged when there is no evidence for the site.
 
 
-def _recorded_inputs_form(ctx: PythonContext, fix: Fix, inputs: ast.expr) -> str | None:
+def _hooks():
+    """migrate.record.hooks while a scan reads evidence (imported by then), else None."""
+    if "migrate.record.evidence" not in sys.modules:
+        return None
     from migrate.record import hooks
 
+    return hooks if hooks.active() is not None else None
+
+
+def _recorded_inputs_form(ctx: PythonContext, fix: Fix, inputs: ast.expr) -> str | None:
+    hooks = _hooks()
+    if hooks is None:
+        return None
     call = parent(ctx, inputs)
     while call is not None and not isinstance(call, ast.Call):
         call = parent(ctx, call)
@@ -550,9 +561,8 @@ def _recorded_inputs_form(ctx: PythonContext, fix: Fix, inputs: ast.expr) -> str
 
 def _recorded_example(ctx: PythonContext, call: ast.Call, scope: Scope, fix: Fix):
     """(args, kwargs) texts generated from the recorded calls, or the suffix saying why not."""
-    from migrate.record import hooks
-
-    if hooks.active() is None:
+    hooks = _hooks()
+    if hooks is None:
         return ""
     example, note = hooks.example_inputs(ctx, call, lambda q: fix.need(ctx.spell(q, scope)))
     if example is None:
@@ -564,9 +574,8 @@ def _recorded_example(ctx: PythonContext, call: ast.Call, scope: Scope, fix: Fix
 def _recorded_dynamic_shapes(
     ctx: PythonContext, call: ast.Call, scope: Scope, fix: Fix, export: str
 ) -> str:
-    from migrate.record import hooks
-
-    if hooks.active() is None:
+    hooks = _hooks()
+    if hooks is None:
         return export
     spec, note, problem = hooks.dynamic_shapes(ctx, call, lambda q: fix.need(ctx.spell(q, scope)))
     if problem:

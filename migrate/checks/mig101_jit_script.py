@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 
@@ -158,7 +159,9 @@ class JitScriptToExport(PythonCheck):
         """function | class | module | unknown: what the scripted object is, from what the
         file (and the repository pass) can know; never a guess."""
         kind = _Targets(ctx, self.rule.extra.get("function_packages", ())).kind(arg)
-        if kind == "unknown" and ref.call is not None:  # issue 28: a recorded run decides
+        if (  # issue 28: what a recorded run saw decides
+            kind == "unknown" and ref.call is not None and "migrate.record.evidence" in sys.modules
+        ):
             from migrate.record.hooks import script_kind
 
             recorded, note = script_kind(ctx, ref.call)
