@@ -115,6 +115,14 @@ IsolatedOpt = Annotated[
     bool, typer.Option("--isolated", help="Ignore pyproject.toml configuration.")
 ]
 DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks.")]
+EvidenceOpt = Annotated[  # issue 28
+    Path | None,
+    typer.Option(
+        "--evidence",
+        metavar="FILE",
+        help="What `migrate record` saw (default: .migrate/evidence.json in the scanned root).",
+    ),
+]
 NoCacheOpt = Annotated[
     bool,
     typer.Option(
@@ -179,6 +187,7 @@ def scan(
     isolated: IsolatedOpt = False,
     no_cache: NoCacheOpt = False,
     debug: DebugOpt = False,
+    evidence: EvidenceOpt = None,
 ) -> None:
     """Report every TorchScript use and CUDA 12.8 assumption under PATHS."""
     code = run_scan(
@@ -195,6 +204,7 @@ def scan(
         isolated,
         no_cache,
         debug,
+        evidence,
     )
     if code != EXIT_CLEAN:
         raise typer.Exit(code)
@@ -283,6 +293,7 @@ def apply(
     isolated: IsolatedOpt = False,
     no_cache: NoCacheOpt = False,
     debug: DebugOpt = False,
+    evidence: EvidenceOpt = None,
 ) -> None:
     """Rewrite what can be rewritten; --dry-run shows the diff instead."""
     from migrate.apply import copy_tree, out_targets, run_apply
@@ -290,7 +301,7 @@ def apply(
 
     with _errors(debug), _sigterm_as_interrupt():
         options, config = build_options(
-            paths, select, ignore, exclude, cuda, jobs, config_file, isolated, no_cache
+            paths, select, ignore, exclude, cuda, jobs, config_file, isolated, no_cache, evidence
         )
         unsafe = config.unsafe_fixes if unsafe_fixes is None else unsafe_fixes
         targets = list(paths)
@@ -590,6 +601,13 @@ def _root(
 
 
 _register_verify()
+
+# `migrate record -- CMD` (issue 28): its command lives in migrate/record/command.py.
+from migrate.record.command import record as _record  # noqa: E402
+
+app.command("record", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(
+    _record
+)
 
 
 main = entry.main  # the console script's old name (pyproject names migrate.entry:main)

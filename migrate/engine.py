@@ -69,6 +69,7 @@ class ScanOptions:
     cache: bool = True
     cache_dir: Path | None = None
     max_file_size: int = DEFAULT_MAX_FILE_SIZE  # [tool.migrate] max-file-size
+    evidence: str | None = None  # a `migrate record` evidence file (issue 28)
 
     def codes(self) -> list[str]:
         return select_codes(self.select, self.ignore)
@@ -364,6 +365,11 @@ def _worker_init(codes: list[str], options: dict, per_file_ignores: dict) -> Non
     _WORKER_STATE["pfi"] = per_file_ignores
     _WORKER_STATE["options"] = options
     _WORKER_STATE["subsets"] = {}
+    evidence = options.get("evidence")  # issue 28: what a `migrate record` run saw
+    if evidence or "migrate.record.evidence" in sys.modules:
+        from migrate.record.evidence import activate
+
+        activate(evidence)
 
 
 def _checks_for(codes: tuple[str, ...] | None) -> CheckSet:
@@ -499,6 +505,8 @@ class Scanner:
         self.options = options
         self.codes = options.codes()
         self.check_options = {"cuda": options.cuda}
+        if options.evidence:
+            self.check_options["evidence"] = options.evidence
         _worker_init(self.codes, self.check_options, options.per_file_ignores)
         self.checks: CheckSet = _WORKER_STATE["checks"]  # type: ignore[assignment]
         self.progress = progress
@@ -677,6 +685,10 @@ class Scanner:
         folder = self.options.cache_dir or default_cache_folder([str(p) for p in paths])
         o = self.options
         key = (tuple(self.codes), o.cuda, tuple(sorted(o.per_file_ignores.items(), key=str)))
+        if o.evidence:  # issue 28: findings depend on the evidence file's contents
+            from migrate.record.evidence import fingerprint
+
+            key = (*key, fingerprint(o.evidence))
         return ResultCache(folder, key)
 
     def analyze(self, display: str, text: str) -> list[Finding]:

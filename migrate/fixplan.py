@@ -12,6 +12,7 @@ it repeats until nothing changes.
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 
@@ -210,7 +211,7 @@ def loaders_move_with_their_writers(ctx: Context) -> dict[FindingKey, str]:
                 reason = (
                     "it reads a path chosen at run time; the tool cannot see what writes it. "
                     "Once that file is converted (`migrate convert`), load the `.pt2`/`.pte`"
-                )
+                ) + _recorded_load(site)  # issue 28
             elif not producers:
                 reason = (
                     f"nothing in the repository writes `{site.file_name}`: convert that archive "
@@ -239,6 +240,16 @@ def loaders_move_with_their_writers(ctx: Context) -> dict[FindingKey, str]:
             for f in mine:
                 holds[finding_key(f)] = reason
     return holds
+
+
+def _recorded_load(site) -> str:
+    """issue 28: what a `migrate record` run saw this load read, and what wrote it."""
+    if "migrate.record.evidence" not in sys.modules:
+        return ""
+    from migrate.record.hooks import runtime_load_note
+
+    note = runtime_load_note(site.span.display, site.span.line)
+    return f"; {note}" if note else ""
 
 
 def _renamed_apart(facts, site) -> str | None:

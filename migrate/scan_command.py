@@ -98,7 +98,16 @@ def os_reason(exc: OSError) -> str:
 
 
 def build_options(
-    paths, select, ignore, exclude, cuda, jobs, config_file, isolated, no_cache=False
+    paths,
+    select,
+    ignore,
+    exclude,
+    cuda,
+    jobs,
+    config_file,
+    isolated,
+    no_cache=False,
+    evidence=None,
 ):
     from migrate.config import CUDA_TARGETS, resolve_config
     from migrate.engine import ScanOptions
@@ -129,6 +138,7 @@ def build_options(
         jobs=jobs,
         cache=not no_cache,
         max_file_size=config.max_file_size,
+        evidence=_evidence_file(paths, evidence),
     )
     return options, config
 
@@ -139,6 +149,20 @@ def print_problems(result, echo) -> None:
         echo(f"{note.path}: {note.message}; skipped")
     for err in result.errors:
         echo(f"error: {err.path}: {err.message}")
+
+
+def _evidence_file(paths, evidence) -> str | None:
+    """issue 28: --evidence FILE, else the scanned root's `.migrate/evidence.json` if any."""
+    if evidence is not None:
+        if not Path(evidence).is_file():
+            raise ValueError(f"--evidence {evidence}: no such file")
+        return str(Path(evidence).resolve())
+    if not any(Path(p).is_dir() for p in paths[:1]):
+        return None  # a scan of files (the pre-commit hook's) reads no evidence
+    from migrate.record import default_path
+
+    found = default_path(list(paths))
+    return str(found) if found else None
 
 
 def _stderr_line(text: str) -> None:
@@ -160,6 +184,7 @@ def run_scan(
     isolated: bool = False,
     no_cache: bool = False,
     debug: bool = False,
+    evidence: Path | None = None,
 ) -> int:
     """`migrate scan`: write the report, answer the exit code."""
     from migrate.engine import Scanner
@@ -167,7 +192,7 @@ def run_scan(
 
     try:
         options, config = build_options(
-            paths, select, ignore, exclude, cuda, jobs, config_file, isolated, no_cache
+            paths, select, ignore, exclude, cuda, jobs, config_file, isolated, no_cache, evidence
         )
         fmt = format or config.format
         if fmt not in FORMATS:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
 from dataclasses import dataclass, field
 
 from migrate.checks._edits import replace_with_arg
@@ -335,6 +336,9 @@ def _capture_fix(ctx: PythonContext, call: ast.Call) -> Fix:
         return fix.fail(f"`{qual}` is not a capture")
     if export is None:
         return fix
+    export = _recorded_dynamic_shapes(ctx, call, scope, fix, export)  # issue 28
+    if not fix.auto:
+        return fix
     module = _captured_module(ctx, call, qual)
     calls = [parent(ctx, u) for u in uses]
     only_called = bool(uses) and all(
@@ -418,6 +422,8 @@ def _inputs(ctx, fix, scope, inputs: ast.expr | None) -> str | None:
     if inputs is None or (isinstance(inputs, ast.Constant) and inputs.value is None):
         return "()"
     args = example_args(ctx, inputs, scope)
+    if args is None:  # issue 28: the structure a recorded run saw decides
+        args = _recorded_inputs_form(ctx, fix, inputs)
     if args is None:
         fix.fail(
             f"cannot tell whether `{_short(ctx.source(inputs))}` is one input or a tuple of "
@@ -490,9 +496,12 @@ def _script_export(ctx, call, scope, uses, fix) -> str | None:
         None,
     )
     if first_call is None or stmt is None:
+        recorded = _recorded_example(ctx, call, scope, fix)  # issue 28
+        if isinstance(recorded, tuple):
+            return _export_call(ctx, fix, scope, module, *recorded)
         fix.fail(
             "no example inputs in scope (the scripted module is not called here): export it "
-            "with `torch.export.export(module, example_args)`"
+            f"with `torch.export.export(module, example_args)`{recorded}"
         )
         return None
     assert isinstance(first_call, ast.Call)
@@ -503,9 +512,13 @@ def _script_export(ctx, call, scope, uses, fix) -> str | None:
         or any(k.arg is None for k in first_call.keywords)
         or not all(is_pure(v, factory) and available_at(ctx, v, scope, stmt) for v in values)
     ):
+        recorded = _recorded_example(ctx, call, scope, fix)  # issue 28
+        if isinstance(recorded, tuple):
+            return _export_call(ctx, fix, scope, module, *recorded)
         fix.fail(
             f"the call on line {first_call.lineno} uses inputs that do not exist yet where the "
-            "module is scripted: export it with `torch.export.export(module, example_args)`"
+            f"module is scripted: export it with `torch.export.export(module, example_args)`"
+            f"{recorded}"
         )
         return None
     args = tuple_display(ctx, list(first_call.args))
@@ -515,6 +528,64 @@ def _script_export(ctx, call, scope, uses, fix) -> str | None:
         kwargs += "}"
     fix.note(f"example inputs taken from the call on line {first_call.lineno}")
     return _export_call(ctx, fix, scope, module, args, kwargs)
+
+
+# --------------------------------------------------------------------------- evidence
+# issue 28: what `migrate record` saw at run time (migrate/record/hooks.py). Each helper
+# answers None / the text unchanged when there is no evidence for the site.
+
+
+def _hooks():
+    """migrate.record.hooks while a scan reads evidence (imported by then), else None."""
+    if "migrate.record.evidence" not in sys.modules:
+        return None
+    from migrate.record import hooks
+
+    return hooks if hooks.active() is not None else None
+
+
+def _recorded_inputs_form(ctx: PythonContext, fix: Fix, inputs: ast.expr) -> str | None:
+    hooks = _hooks()
+    if hooks is None:
+        return None
+    call = parent(ctx, inputs)
+    while call is not None and not isinstance(call, ast.Call):
+        call = parent(ctx, call)
+    if call is None:
+        return None
+    args, note = hooks.inputs_form(ctx, inputs, call)
+    if note:
+        fix.note(note)
+    return args
+
+
+def _recorded_example(ctx: PythonContext, call: ast.Call, scope: Scope, fix: Fix):
+    """(args, kwargs) texts generated from the recorded calls, or the suffix saying why not."""
+    hooks = _hooks()
+    if hooks is None:
+        return ""
+    example, note = hooks.example_inputs(ctx, call, lambda q: fix.need(ctx.spell(q, scope)))
+    if example is None:
+        return f" ({note})" if note else ""
+    fix.note(note)
+    return example
+
+
+def _recorded_dynamic_shapes(
+    ctx: PythonContext, call: ast.Call, scope: Scope, fix: Fix, export: str
+) -> str:
+    hooks = _hooks()
+    if hooks is None:
+        return export
+    spec, note, problem = hooks.dynamic_shapes(ctx, call, lambda q: fix.need(ctx.spell(q, scope)))
+    if problem:
+        fix.fail(problem)
+        return export
+    if note:
+        fix.note(note)
+    if spec is None or not export.endswith(")"):
+        return export
+    return f"{export[:-1]}, dynamic_shapes={spec})"
 
 
 # --------------------------------------------------------------------------- call sites

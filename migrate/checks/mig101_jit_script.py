@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import ast
+import sys
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 
 from migrate.checks._edits import drop_statement, remove_decorator, replace_with_arg
 from migrate.checks._export_rewrite import capture_fix, result_uses
@@ -65,6 +67,15 @@ class JitScriptToExport(PythonCheck):
                 defined.add(f"{module}.{stmt.name}")
 
     def on_reference(self, ref: Reference, ctx: PythonContext) -> None:
+        before = len(ctx.findings)
+        self._on_reference(ref, ctx)
+        note = ctx.__dict__.pop("_mig101_evidence_note", None)  # issue 28: see target_kind
+        if note:
+            ctx.findings[before:] = [
+                replace(f, message=f"{f.message}; {note}") for f in ctx.findings[before:]
+            ]
+
+    def _on_reference(self, ref: Reference, ctx: PythonContext) -> None:
         if ref.role in ("decorator", "decorator_call"):
             decorator = ref.call if ref.role == "decorator_call" else ref.node
             kind = "class" if isinstance(ref.owner, ast.ClassDef) else "function"
@@ -147,7 +158,16 @@ class JitScriptToExport(PythonCheck):
     def target_kind(self, arg: ast.expr, ref: Reference, ctx: PythonContext) -> str:
         """function | class | module | unknown: what the scripted object is, from what the
         file (and the repository pass) can know; never a guess."""
-        return _Targets(ctx, self.rule.extra.get("function_packages", ())).kind(arg)
+        kind = _Targets(ctx, self.rule.extra.get("function_packages", ())).kind(arg)
+        if (  # issue 28: what a recorded run saw decides
+            kind == "unknown" and ref.call is not None and "migrate.record.evidence" in sys.modules
+        ):
+            from migrate.record.hooks import script_kind
+
+            recorded, note = script_kind(ctx, ref.call)
+            kind = recorded or kind
+            ctx.__dict__["_mig101_evidence_note"] = note
+        return kind
 
     @staticmethod
     def archive_use(ctx: PythonContext, call: ast.Call, ref: Reference) -> int | None:

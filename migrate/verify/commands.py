@@ -322,6 +322,15 @@ def verify(
         str | None, typer.Option("--ray-address", help=_RAY_ADDRESS_HELP)
     ] = None,
     debug: Annotated[bool, typer.Option("--debug", help=_DEBUG_HELP)] = False,
+    evidence: Annotated[  # issue 28: the shapes `migrate record` saw
+        str | None,
+        typer.Option(
+            "--evidence",
+            metavar="FILE[#PATH:LINE]",
+            help="Inputs of the shapes a capture's calls had in `migrate record`'s run (sizes "
+            "that varied become --dynamic-dim ranges).",
+        ),
+    ] = None,
 ) -> None:
     """Check that a converted or migrated model gives the TorchScript numbers (exit 0 pass, 1
     mismatch, 2 error)."""
@@ -369,6 +378,18 @@ def verify(
             jobs, timeout, rerun, ray, ray_address, fmt,
         )  # fmt: skip
     assert target is not None
+    if evidence is not None:  # issue 28 (migrate/record/verify_inputs.py)
+        from migrate.record.verify_inputs import verify_inputs
+
+        if input_shape or dynamic_dim or inputs:
+            raise _fail(
+                VerifyError("usage", "--evidence replaces --inputs/--input-shape/--dynamic-dim")
+            )
+        try:
+            input_shape, dynamic_dim, site = verify_inputs(evidence)
+        except ValueError as exc:
+            raise _fail(VerifyError("usage", str(exc))) from None
+        typer.echo(f"inputs from {site}: {' '.join(input_shape)} {' '.join(dynamic_dim)}", err=True)
     from migrate.verify.pipeline import VerifyConfig, run_verify
     from migrate.verify.report import render_json, render_text
 

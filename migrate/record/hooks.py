@@ -1,0 +1,304 @@
+"""What the checks ask the recorded evidence (issue 28). Each answer is code text plus the note
+its fix message carries, so every fix says which evidence it used; no evidence, or a stale
+site, answers None (with the stale note where there was one).
+
+- `script_kind`: function or module, for a `torch.jit.script` the file cannot classify;
+- `example_inputs`: export's `args` generated as code (seeded `torch.randn`, the recorded
+  shapes and dtypes) where no inputs are in scope;
+- `inputs_form`: whether a trace's example is one input or a tuple of inputs;
+- `dynamic_shapes`: `dynamic_shapes=` for exactly the axes whose sizes varied across calls,
+  with torch.export's own `Dim.AUTO`;
+- `runtime_load_note`: which recorded save wrote the file a run-time path loaded.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from migrate.record.boot._migrate_recorder import tensors_of
+from migrate.record.evidence import Match, active
+
+SCRIPT = frozenset({"torch.jit.script"})
+TRACE = frozenset({"torch.jit.trace"})
+CAPTURES = SCRIPT | TRACE
+LOADS = frozenset({"torch.jit.load", "_load_for_lite_interpreter"})
+_FLOATS = frozenset({"float32", "float64", "float16", "bfloat16"})
+
+
+def site(ctx, node: ast.AST, apis: frozenset[str]) -> Match:
+    evidence = active()
+    if evidence is None:
+        return Match(None)
+    return evidence.at(ctx, node, apis)
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'s' * (count != 1)}"
+
+
+# --------------------------------------------------------------------------- kind
+
+
+def script_kind(ctx, call: ast.Call) -> tuple[str | None, str | None]:
+    """(function | module | class, note), or (None, stale note or None)."""
+    match = site(ctx, call, SCRIPT)
+    if match.site is None:
+        return None, match.note
+    seen = match.site["captured"]
+    kinds = {c["value"]["kind"] for c in seen}
+    count = sum(c["count"] for c in seen)
+    if kinds <= {"module", "script_module"} and kinds:
+        kind = "module"
+    elif kinds <= {"function", "method"} and kinds:
+        kind = "function"
+    elif kinds == {"class"}:
+        kind = "class"
+    else:
+        return None, f"the recorded run scripted {', '.join(sorted(kinds))} here: decide by hand"
+    names = sorted({c["value"].get("class") or c["value"].get("name", "?") for c in seen})
+    what = "module" if kind == "module" else kinds.pop() if len(kinds) == 1 else kind
+    return kind, f"evidence: seen {_plural(count, 'capture')} of a {what} (`{'`, `'.join(names)}`)"
+
+
+# --------------------------------------------------------------------------- calls
+
+
+@dataclass
+class Calls:
+    """The one call signature a capture's result was seen with (sizes merged)."""
+
+    entry: dict
+    source: str  # where the calls were seen, for the note
+
+    @property
+    def count(self) -> int:
+        return self.entry["count"]
+
+    def leaves(self) -> list[dict]:
+        whole = {
+            "t": "tuple",
+            "items": [
+                {"t": "tuple", "items": self.entry["args"]},
+                {"t": "dict", "items": self.entry["kwargs"]},
+            ],
+        }
+        return tensors_of(whole)
+
+    def varied(self) -> list[tuple[int, int, list[int]]]:
+        """(tensor leaf, axis, sizes seen) for every axis seen with more than one size."""
+        return [
+            (leaf, axis, sizes)
+            for leaf, axes in enumerate(self.entry["axes"])
+            for axis, sizes in enumerate(axes)
+            if len(sizes) > 1
+        ]
+
+    def summary(self) -> str:
+        parts = []
+        for leaf, axis, sizes in self.varied():
+            name = "batch" if axis == 0 else f"dim {axis}"
+            where = "" if len(self.entry["axes"]) == 1 else f" of input {leaf + 1}"
+            parts.append(f"{name}{where} {min(sizes)}..{max(sizes)}")
+        shown = f", {', '.join(parts)}" if parts else ""
+        return f"seen {_plural(self.count, 'call')}{shown}{self.source}"
+
+
+def calls_of(capture: dict) -> tuple[Calls | None, str | None]:
+    """The calls of a capture's result: its own, else those of the loads that read the
+    file a save of it wrote. (calls, why not) where several signatures were seen."""
+    sources = [(capture["calls"], "")]
+    evidence = active()
+    if not capture["calls"] and evidence is not None:
+        for load in evidence.loads_of_saves(capture):
+            where = f" (through the load at {load['path']}:{load['line']})"
+            sources.append((load["calls"], where))
+    for calls, where in sources:
+        if len(calls) == 1:
+            return Calls(calls[0], where), None
+        if len(calls) > 1:
+            return None, f"the recorded run called it with {len(calls)} different signatures"
+    return None, None
+
+
+# --------------------------------------------------------------------------- code
+
+
+class _Writer:
+    """Example inputs as code: seeded randn for floats, zeros for integers and bools."""
+
+    def __init__(self, spell, calls: Calls) -> None:
+        self.spell = spell  # qualname -> text (adding its import to the fix)
+        self.calls = calls
+        self.leaf = 0
+
+    def value(self, desc: dict) -> str | None:
+        kind = desc["t"]
+        if kind == "tensor":
+            return self.tensor(desc)
+        if kind == "NoneType":
+            return "None"
+        if kind in ("tuple", "list"):
+            items = [self.value(d) for d in desc["items"]]
+            if any(i is None for i in items):
+                return None
+            if kind == "list":
+                return "[" + ", ".join(items) + "]"  # type: ignore[arg-type]
+            return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"  # type: ignore[arg-type]
+        if kind == "dict":
+            if any(k.startswith("<") for k in desc["items"]):
+                return None
+            items = {k: self.value(v) for k, v in desc["items"].items()}
+            if any(v is None for v in items.values()):
+                return None
+            return "{" + ", ".join(f'"{k}": {v}' for k, v in items.items()) + "}"
+        return None  # a Python scalar or an object: its value is not recorded
+
+    def tensor(self, desc: dict) -> str:
+        axes = self.calls.entry["axes"][self.leaf]
+        # A varied axis gets its largest size: export specialises sizes 0 and 1.
+        shape = [
+            max(sizes) if len(sizes) > 1 else size
+            for sizes, size in zip(axes, desc["shape"], strict=True)
+        ]
+        seed = self.leaf
+        self.leaf += 1
+        dims = ", ".join(map(str, shape)) if shape else "()"
+        dtype = desc["dtype"]
+        extra = ""
+        if desc["device"] != "cpu":
+            extra = f', device="{desc["device"]}"'
+        if dtype in _FLOATS:
+            typed = "" if dtype == "float32" else f", dtype={self.spell(f'torch.{dtype}')}"
+            generator = f"{self.spell('torch.Generator')}().manual_seed({seed})"
+            return f"{self.spell('torch.randn')}({dims}{typed}, generator={generator}{extra})"
+        return f"{self.spell('torch.zeros')}({dims}, dtype={self.spell(f'torch.{dtype}')}{extra})"
+
+
+def example_inputs(ctx, call: ast.Call, spell) -> tuple[tuple[str, str | None] | None, str]:
+    """export's (args, kwargs) texts for a scripted module from the recorded calls of its
+    result, with the note; (None, why) when the evidence cannot give them."""
+    match = site(ctx, call, SCRIPT)
+    if match.site is None:
+        return None, match.note or ""
+    calls, why = calls_of(match.site)
+    if calls is None:
+        return None, why or "the recorded run never called the scripted module"
+    writer = _Writer(spell, calls)
+    args = writer.value({"t": "tuple", "items": calls.entry["args"]})
+    kwargs = writer.value({"t": "dict", "items": calls.entry["kwargs"]})
+    if args is None or kwargs is None:
+        return None, "the recorded calls pass Python values the recorder does not keep"
+    note = f"example inputs generated from the recorded calls ({calls.summary()})"
+    return (args, kwargs if calls.entry["kwargs"] else None), note
+
+
+def inputs_form(ctx, inputs: ast.expr, call: ast.Call) -> tuple[str | None, str | None]:
+    """A trace's example inputs as export's `args`, from the structure the run recorded."""
+    match = site(ctx, call, TRACE)
+    if match.site is None:
+        return None, match.note
+    forms = {e["value"]["inputs"]["t"] for e in match.site["examples"] if e["value"]["inputs"]}
+    if len(forms) != 1:
+        return None, None
+    form = forms.pop()
+    text = ctx.source(inputs)
+    count = sum(e["count"] for e in match.site["examples"])
+    note = f"evidence: the example was a {form} in {_plural(count, 'recorded trace')}"
+    if form == "tuple":
+        return text, note
+    if form == "list":
+        return f"tuple({text})", note
+    return f"({text},)", note  # a tensor or a dict is one input, as trace reads it
+
+
+# --------------------------------------------------------------------------- dynamic
+
+
+def dynamic_shapes(ctx, call: ast.Call, spell) -> tuple[str | None, str | None, str | None]:
+    """(`dynamic_shapes` text, note, problem) for a capture whose calls varied in size."""
+    match = site(ctx, call, CAPTURES)
+    if match.site is None:
+        return None, match.note, None
+    calls, _ = calls_of(match.site)
+    if calls is None:
+        return None, None, None
+    varied = calls.varied()
+    if not varied:
+        return None, f"evidence: {calls.summary()}, one size each", None
+    if calls.entry["kwargs"]:
+        return (
+            None,
+            None,
+            (
+                f"the recorded calls vary in size ({calls.summary()}) and pass keywords: give "
+                "export's `dynamic_shapes` by hand"
+            ),
+        )
+    small = _small_example(match.site, calls)
+    if small:
+        return (
+            None,
+            None,
+            (
+                f"the recorded calls vary in size ({calls.summary()}) but the example's "
+                f"{small} has size 0 or 1, which export specialises: trace with a larger example"
+            ),
+        )
+    auto = f"{spell('torch.export.Dim')}.AUTO"
+    by_leaf: dict[int, list[int]] = {}
+    for leaf, axis, _ in varied:
+        by_leaf.setdefault(leaf, []).append(axis)
+    counter = [0]
+
+    def spec(desc: dict) -> str:
+        if desc["t"] == "tensor":
+            leaf = counter[0]
+            counter[0] += 1
+            axes = by_leaf.get(leaf)
+            return "{" + ", ".join(f"{a}: {auto}" for a in axes) + "}" if axes else "None"
+        if desc["t"] in ("tuple", "list"):
+            inner = [spec(d) for d in desc["items"]]
+            return "(" + ", ".join(inner) + ("," if len(inner) == 1 else "") + ")"
+        if desc["t"] == "dict":
+            return "{" + ", ".join(f'"{k}": {spec(v)}' for k, v in desc["items"].items()) + "}"
+        return "None"
+
+    text = spec({"t": "tuple", "items": calls.entry["args"]})
+    return text, f"dynamic_shapes from the recorded calls ({calls.summary()})", None
+
+
+def _small_example(capture: dict, calls: Calls) -> str | None:
+    """The varied axis of a trace's example that holds size 0 or 1, if any."""
+    examples = [e["value"]["inputs"] for e in capture["examples"] if e["value"]["inputs"]]
+    if not examples:
+        return None
+    example = examples[0]
+    leaves = tensors_of(
+        example if example["t"] in ("tuple", "list") else {"t": "tuple", "items": [example]}
+    )
+    for leaf, axis, _ in calls.varied():
+        if leaf < len(leaves) and axis < len(leaves[leaf]["shape"]):
+            if leaves[leaf]["shape"][axis] <= 1:
+                return f"axis {axis} of input {leaf + 1}"
+    return None
+
+
+# --------------------------------------------------------------------------- loads
+
+
+def runtime_load_note(ctx_path: str, line: int) -> str | None:
+    """For a load whose path is chosen at run time: which recorded save wrote what it read."""
+    evidence = active()
+    if evidence is None:
+        return None
+    sites = [s for s in evidence._sites_of(ctx_path) if s["line"] == line and s["api"] in LOADS]
+    if not sites or not sites[0]["loaded"]:
+        return None
+    loaded = sites[0]["loaded"]
+    writers = evidence.writers_of(loaded)
+    names = ", ".join(f"`{p}`" for p in loaded)
+    if not writers:
+        return f"the recorded run loaded {names}, which no recorded save wrote"
+    where = ", ".join(sorted({f"{w['path']}:{w['line']}" for w in writers}))
+    return f"the recorded run loaded {names}, written by the save at {where}"

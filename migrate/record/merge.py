@@ -1,0 +1,143 @@
+"""Merging evidence: the part files of one run's processes, and that run with the file."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+from migrate.record import SCHEMA_VERSION
+
+
+class EvidenceError(ValueError):
+    """An evidence file that cannot be read as one."""
+
+
+def site_key(site: dict) -> tuple[str, int, str]:
+    return site["path"], site["line"], site["api"]
+
+
+def _merge_counted(mine: list[dict], theirs: list[dict], limit: int = 8) -> None:
+    index = {json.dumps(e["value"], sort_keys=True): e for e in mine}
+    for entry in theirs:
+        key = json.dumps(entry["value"], sort_keys=True)
+        if key in index:
+            index[key]["count"] += entry["count"]
+        elif len(mine) < limit:
+            mine.append(dict(entry))
+            index[key] = mine[-1]
+
+
+def call_key(call: dict) -> str:
+    from migrate.record.boot._migrate_recorder import skeleton
+
+    whole = {
+        "t": "tuple",
+        "items": [{"t": "tuple", "items": call["args"]}, {"t": "dict", "items": call["kwargs"]}],
+    }
+    return skeleton(whole)
+
+
+def _merge_calls(mine: list[dict], theirs: list[dict]) -> None:
+    index = {call_key(c): c for c in mine}
+    for call in theirs:
+        key = call_key(call)
+        if key not in index:
+            mine.append(json.loads(json.dumps(call)))
+            index[key] = mine[-1]
+            continue
+        into = index[key]
+        into["count"] += call["count"]
+        for axes, other in zip(into["axes"], call["axes"], strict=False):
+            for sizes, seen in zip(axes, other, strict=False):
+                sizes.extend(s for s in seen if s not in sizes)
+                sizes.sort()
+
+
+def merge_sites(base: list[dict], new: list[dict]) -> list[dict]:
+    """`new` added to `base`: a site recorded again with another digest (its lines changed
+    since) replaces the old record; one with the same digest adds up."""
+    merged = {site_key(s): json.loads(json.dumps(s)) for s in base}
+    for site in new:
+        key = site_key(site)
+        old = merged.get(key)
+        if old is None or old["digest"] != site["digest"]:
+            merged[key] = json.loads(json.dumps(site))
+            for call in merged[key]["calls"]:
+                for axes in call["axes"]:
+                    for sizes in axes:
+                        sizes.sort()
+            continue
+        old["count"] += site["count"]
+        old["end_line"] = site["end_line"]
+        _merge_counted(old["captured"], site["captured"])
+        _merge_counted(old["examples"], site["examples"])
+        _merge_calls(old["calls"], site["calls"])
+        for field in ("saved", "loaded", "saves_of"):
+            old[field].extend(p for p in site[field] if p not in old[field])
+    return sorted(merged.values(), key=site_key)
+
+
+def read_evidence(path: Path) -> dict:
+    """The evidence file's data; EvidenceError naming the file and the cause."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise EvidenceError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise EvidenceError(f"{path}: not an evidence file (invalid JSON: {exc})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("sites"), list):
+        raise EvidenceError(f"{path}: not an evidence file (no `sites` list)")
+    if data.get("version") != SCHEMA_VERSION:
+        raise EvidenceError(
+            f"{path}: evidence version {data.get('version')!r}, this tool reads {SCHEMA_VERSION}"
+        )
+    return data
+
+
+def read_parts(folder: Path) -> tuple[list[dict], int]:
+    """Every process's sites merged, and how many processes wrote a part."""
+    sites: list[dict] = []
+    count = 0
+    for part in sorted(folder.glob("part-*.json")):
+        try:
+            data = json.loads(part.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue  # a process killed while writing leaves no usable part
+        sites = merge_sites(sites, data.get("sites", []))
+        count += 1
+    return sites, count
+
+
+def write_atomic(path: Path, data: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(data, handle, indent=1, sort_keys=True)
+            handle.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def merge_run(evidence: Path, parts: Path, exit_code: int) -> dict:
+    """The evidence file with this run's parts added (written atomically)."""
+    base: dict = {"version": SCHEMA_VERSION, "tool": "torchscript-migrate", "runs": [], "sites": []}
+    if evidence.exists():
+        base = read_evidence(evidence)
+    sites, processes = read_parts(parts)
+    base["sites"] = merge_sites(base["sites"], sites)
+    base.setdefault("runs", []).append(
+        {
+            "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "exit_code": exit_code,
+            "processes": processes,
+            "sites": len(sites),
+        }
+    )
+    write_atomic(evidence, base)
+    return base

@@ -1,0 +1,273 @@
+"""`scan` and `apply` read `migrate record` evidence: each reason only a run can answer gets
+its fix from a matching site (same digest of its lines), and says which evidence it used; a
+stale site is ignored with a note. Evidence files are written here by hand (no torch)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from migrate.record.boot._migrate_recorder import line_digest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+SOURCE = textwrap.dedent(
+    """\
+    import torch
+
+
+    def run(model, x):
+        scripted = torch.jit.script(model)
+        return scripted(x)
+
+
+    class Net(torch.nn.Module):
+        def forward(self, x):
+            return x
+
+
+    def serve(batches):
+        model = torch.jit.script(Net())
+        outputs = []
+        for batch in batches:
+            x = batch.float()
+            outputs.append(model(x))
+        return outputs
+
+
+    def trace_with(model, sample):
+        traced = torch.jit.trace(model, sample())
+        return traced(sample())
+
+
+    def load_from(path):
+        return torch.jit.load(path)
+    """
+)
+LINES = SOURCE.splitlines()
+
+
+def _line(text: str) -> int:
+    return next(i for i, line in enumerate(LINES, 1) if text in line)
+
+
+def _tensor(*shape, dtype="float32"):
+    return {"t": "tensor", "shape": list(shape), "dtype": dtype, "device": "cpu"}
+
+
+def _site(text: str, api: str, **fields) -> dict:
+    line = _line(text)
+    call = LINES[line - 1]
+    return {
+        "path": "lib.py",
+        "line": line,
+        "end_line": line,
+        "digest": line_digest(call),
+        "api": api,
+        "count": 1,
+        "captured": [],
+        "examples": [],
+        "calls": [],
+        "saved": [],
+        "loaded": [],
+        "saves_of": [],
+        **fields,
+    }
+
+
+def _calls(args: list[dict], axes: list, count: int) -> list[dict]:
+    return [{"args": args, "kwargs": {}, "count": count, "axes": axes}]
+
+
+MODULE = [{"value": {"kind": "module", "class": "lib.Net"}, "count": 2}]
+EVIDENCE = [
+    _site("torch.jit.script(model)", "torch.jit.script", captured=MODULE),
+    _site(
+        "torch.jit.script(Net())",
+        "torch.jit.script",
+        captured=MODULE,
+        calls=_calls([_tensor(2, 16, 3)], [[[2, 8, 32], [16], [3]]], 14),
+    ),
+    _site(
+        "torch.jit.trace(model, sample())",
+        "torch.jit.trace",
+        captured=MODULE,
+        examples=[{"value": {"inputs": _tensor(5, 16), "kwarg_inputs": None}, "count": 1}],
+    ),
+    _site("torch.jit.load(path)", "torch.jit.load", loaded=["models/m.pt"]),
+    {**_site("torch.jit.load", "torch.jit.save", saved=["models/m.pt"]), "path": "tools/w.py"},
+]
+
+
+def _write(folder: Path, source: str = SOURCE, sites: list[dict] | None = None) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "lib.py").write_text(source)
+    if sites is not None:
+        (folder / ".migrate").mkdir(exist_ok=True)
+        data = {"version": 1, "tool": "torchscript-migrate", "runs": [], "sites": sites}
+        (folder / ".migrate" / "evidence.json").write_text(json.dumps(data))
+    return folder
+
+
+def _migrate(folder: Path, *args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run(
+        [sys.executable, "-m", "migrate", *args],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+
+
+def _findings(folder: Path, *extra: str) -> dict[int, dict]:
+    run = _migrate(folder, "scan", ".", "--format", "json", "--no-cache", "--isolated", *extra)
+    assert run.returncode in (0, 1), run.stderr
+    return {f["line"]: f for f in json.loads(run.stdout)["findings"]}
+
+
+def _diff(folder: Path, *extra: str) -> str:
+    run = _migrate(folder, "apply", ".", "--dry-run", "--unsafe-fixes", "--no-cache", *extra)
+    assert run.returncode in (0, 1), run.stderr
+    return run.stdout
+
+
+def test_without_evidence_each_reason_holds(tmp_path):
+    found = _findings(_write(tmp_path))
+    assert "cannot tell a function" in found[_line("script(model)")]["message"]
+    assert "do not exist yet" in found[_line("script(Net())")]["message"]
+    assert "one input or a tuple" in found[_line("jit.trace")]["message"]
+    assert "chosen at run time" in found[_line("jit.load")]["message"]
+    assert all(f["fix"] == "assisted" for f in found.values())
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    folder = _write(tmp_path_factory.mktemp("ev"), sites=EVIDENCE)
+    return _findings(folder), _diff(folder)
+
+
+def test_evidence_decides_and_says_which(recorded):
+    found, _ = recorded
+    run = found[_line("script(model)")]
+    assert run["fix"] == "auto"
+    assert "evidence: seen 2 captures of a module (`lib.Net`)" in run["message"]
+    serve = found[_line("script(Net())")]
+    assert serve["fix"] == "auto"
+    assert "seen 14 calls, batch 2..32" in serve["message"]
+    trace = found[_line("jit.trace")]
+    assert "evidence: the example was a tensor in 1 recorded trace" in trace["message"]
+
+
+def test_generated_inputs_and_dynamic_shapes(recorded):
+    _, diff = recorded
+    # The varied axis gets its largest size, the others the recorded one; only axis 0 is
+    # dynamic.
+    assert "torch.randn(32, 16, 3, generator=torch.Generator().manual_seed(0))" in diff
+    assert "dynamic_shapes=({0: torch.export.Dim.AUTO},)" in diff
+    assert "+    traced = torch.export.export(model, (sample(),))" in diff
+    assert "+    scripted = torch.export.export(model, (x,))" in diff
+
+
+def test_integer_inputs_and_explicit_file(tmp_path):
+    sites = [
+        _site(
+            "torch.jit.script(Net())",
+            "torch.jit.script",
+            captured=MODULE,
+            calls=_calls([_tensor(4, 7, dtype="int64")], [[[4], [7]]], 3),
+        )
+    ]
+    folder = _write(tmp_path / "repo")
+    elsewhere = _write(tmp_path / "other", sites=sites) / ".migrate" / "evidence.json"
+    assert "torch.zeros" not in _diff(folder)
+    diff = _diff(folder, "--evidence", str(elsewhere))
+    assert "torch.zeros(4, 7, dtype=torch.int64)" in diff
+    assert "dynamic_shapes" not in diff  # one size each
+
+
+def test_stale_evidence_is_ignored_with_a_note(tmp_path):
+    changed = SOURCE.replace("torch.jit.script(model)", "torch.jit.script(model)  # changed")
+    found = _findings(_write(tmp_path, changed, sites=EVIDENCE))
+    run = found[_line("script(model)")]
+    assert run["fix"] == "assisted"
+    assert "cannot tell a function" in run["message"]
+    assert (
+        "recorded evidence for line 5 is stale (the line changed since the recorded run)"
+        in (run["message"])
+    )
+    assert found[_line("script(Net())")]["fix"] == "auto"  # its lines still match
+
+
+def test_runtime_path_load_names_its_recorded_writer(recorded):
+    found, _ = recorded
+    load = found[_line("torch.jit.load(path)")]
+    assert "chosen at run time" in load["message"]
+    line = _line("torch.jit.load")
+    note = f"the recorded run loaded `models/m.pt`, written by the save at tools/w.py:{line}"
+    assert note in load["message"]
+
+
+def test_missing_or_damaged_evidence_is_a_clear_error(tmp_path):
+    folder = _write(tmp_path)
+    run = _migrate(folder, "scan", ".", "--evidence", "nope.json")
+    assert (run.returncode, run.stderr.strip()) == (2, "error: --evidence nope.json: no such file")
+    (folder / "bad.json").write_text("[]")
+    run = _migrate(folder, "scan", ".", "--evidence", "bad.json")
+    assert run.returncode == 2
+    assert "bad.json: not an evidence file (no `sites` list)" in run.stderr
+
+
+@pytest.mark.parametrize(
+    "kinds, expect",
+    [(["function"], "+    compiled = fn"), (["function", "module"], "decide by hand")],
+)
+def test_function_evidence_uses_it_directly(tmp_path, kinds, expect):
+    source = "import torch\n\n\ndef fast(fn, x):\n    compiled = torch.jit.script(fn)\n"
+    source += "    return compiled(x)\n"
+    site = {
+        "path": "lib.py",
+        "line": 5,
+        "end_line": 5,
+        "digest": line_digest("    compiled = torch.jit.script(fn)"),
+        "api": "torch.jit.script",
+        "count": 1,
+        "captured": [{"value": {"kind": k, "name": "lib.f"}, "count": 1} for k in kinds],
+        "examples": [],
+        "calls": [],
+        "saved": [],
+        "loaded": [],
+        "saves_of": [],
+    }
+    folder = _write(tmp_path, source, sites=[site])
+    if len(kinds) == 1:
+        assert expect in _diff(folder)
+        assert "evidence: seen 1 capture of a function (`lib.f`)" in _findings(folder)[5]["message"]
+    else:
+        message = _findings(folder)[5]["message"]
+        assert "cannot tell a function" in message
+        assert "the recorded run scripted function, module here: decide by hand" in message
+
+
+def test_evidence_is_read_again_once_the_file_changed(tmp_path):
+    from migrate.record import evidence
+
+    path = _write(tmp_path, sites=EVIDENCE[:1]) / ".migrate" / "evidence.json"
+    try:
+        evidence.activate(str(path))
+        first = evidence.active()
+        evidence.activate(str(path))
+        assert evidence.active() is first
+        data = json.loads(path.read_text())
+        data["sites"] = EVIDENCE[:2]
+        path.write_text(json.dumps(data))
+        evidence.activate(str(path))
+        assert len(evidence.active().by_key) == 2
+    finally:
+        evidence.activate(None)
