@@ -154,8 +154,10 @@ def print_problems(result, echo) -> None:
 def _evidence_file(paths, evidence) -> str | None:
     """issue 28: --evidence FILE, else the scanned root's `.migrate/evidence.json` if any."""
     if evidence is not None:
-        if not Path(evidence).is_file():
+        if not Path(evidence).exists():
             raise ValueError(f"--evidence {evidence}: no such file")
+        if not Path(evidence).is_file():
+            raise ValueError(f"--evidence {evidence}: not a regular file")
         return str(Path(evidence).resolve())
     if not any(Path(p).is_dir() for p in paths[:1]):
         return None  # a scan of files (the pre-commit hook's) reads no evidence

@@ -271,3 +271,24 @@ def test_evidence_is_read_again_once_the_file_changed(tmp_path):
         assert len(evidence.active().by_key) == 2
     finally:
         evidence.activate(None)
+
+
+def test_an_evidence_file_that_is_a_fifo_does_not_hang_the_scan(tmp_path):
+    """A hostile tree may ship `.migrate/evidence.json` as a FIFO: one line, no hang."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "m.py").write_text("import torch\nm = torch.jit.script(torch.nn.ReLU())\n")
+    (tmp_path / ".migrate").mkdir()
+    os.mkfifo(tmp_path / ".migrate" / "evidence.json")
+    fifo = tmp_path / ".migrate" / "evidence.json"
+    for extra, code in (([], 1), (["--evidence", str(fifo)], 2)):
+        run = subprocess.run(
+            [sys.executable, "-m", "migrate", "scan", str(tmp_path), *extra],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert run.returncode == code, run.stdout + run.stderr
+    assert run.stderr.strip() == f"error: --evidence {fifo}: not a regular file"

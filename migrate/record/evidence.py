@@ -13,6 +13,7 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from migrate.discover import Skipped, read_checked
 from migrate.record.boot._migrate_recorder import line_digest
 from migrate.record.merge import read_evidence
 
@@ -86,8 +87,8 @@ def fingerprint(path: str | None) -> str | None:
     if not path:
         return None
     try:
-        return hashlib.blake2b(Path(path).read_bytes(), digest_size=8).hexdigest()
-    except OSError:
+        return hashlib.blake2b(read_checked(path), digest_size=8).hexdigest()
+    except (OSError, Skipped):
         return None
 
 

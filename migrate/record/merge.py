@@ -8,6 +8,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from migrate.discover import Skipped, read_checked
 from migrate.record import SCHEMA_VERSION
 
 
@@ -83,7 +84,11 @@ def merge_sites(base: list[dict], new: list[dict]) -> list[dict]:
 def read_evidence(path: Path) -> dict:
     """The evidence file's data; EvidenceError naming the file and the cause."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        # The scan's checked read: a FIFO or a link to /dev/zero named evidence.json
+        # in a scanned tree must not hang the scan or fill memory.
+        data = json.loads(read_checked(path).decode("utf-8"))
+    except Skipped as exc:
+        raise EvidenceError(f"{path}: {exc}") from None
     except OSError as exc:
         raise EvidenceError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except (ValueError, UnicodeDecodeError) as exc:
