@@ -55,6 +55,18 @@ class _PlainHelpGroup(TyperGroup):
                     # verify's options: the last word of the name (input_shape -> SHAPE).
                     param.metavar = (param.name or "value").split("_")[-1].upper()
 
+    def format_commands(self, ctx, formatter) -> None:
+        """The command list with each command's whole first sentence (click cuts it at the
+        terminal width with "..."); the help formatter wraps it instead."""
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(limit=10_000)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
 
 app = typer.Typer(
     name="migrate",
@@ -318,9 +330,9 @@ def apply(
             _report_gate(result.test_report, test_report)
     if result.errors:
         raise typer.Exit(EXIT_ERROR)
-    if dry_run:
-        raise typer.Exit(EXIT_FINDINGS if result.changed else EXIT_CLEAN)
-    if result.remaining:
+    # One rule for every command (README "Exit codes"): 1 while findings remain in the tree;
+    # a dry run writes nothing, so what it would fix remains too.
+    if result.remaining or (dry_run and result.changed):
         raise typer.Exit(EXIT_FINDINGS)
 
 
@@ -475,7 +487,7 @@ def report(
         raise typer.Exit(EXIT_ERROR)
 
 
-@app.command()
+@app.command(hidden=True)  # a maintainer's command: not in `migrate --help`
 def docs(
     check: Annotated[
         bool, typer.Option("--check", help="Write nothing; exit 1 when a generated file is stale.")

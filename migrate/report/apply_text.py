@@ -35,6 +35,7 @@ def render_apply(result, dry_run: bool, color: bool = False) -> str:
         no_color=not color,
         width=10_000,
         highlight=False,
+        emoji=False,  # `file.py:100:5` is a location, not the :100: emoji
         markup=False,
         soft_wrap=True,
     )

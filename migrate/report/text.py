@@ -40,6 +40,7 @@ def rich_text(lines: list[Line], color: bool) -> str:
         no_color=not color,
         width=10_000,
         highlight=False,
+        emoji=False,  # `file.py:100:5` is a location, not the :100: emoji
         soft_wrap=True,
     )
     for line in lines:

@@ -128,7 +128,7 @@ def _batch_usage(
     if manifest is not None and target is not None:
         raise _fail(VerifyError("usage", "give a folder or --manifest FILE, not both"))
     if target is None and manifest is None:
-        raise _fail(VerifyError("usage", "give an archive, a folder of archives or --manifest"))
+        raise _fail(VerifyError("usage", f"give {_FORMS}"))
     if not is_batch:
         used = [
             flag
@@ -148,6 +148,56 @@ def _batch_usage(
     if rerun not in (None, "failed", "all"):
         raise _fail(VerifyError("usage", f"--rerun must be failed or all, not {rerun!r}"))
     return is_batch
+
+
+# --- Checks that need no torch: a usage error answers before the heavy imports (issue 30).
+_FORMS = (
+    "a TorchScript archive (.pt), a folder of archives, --manifest FILE or package.module:callable"
+)
+
+
+def _looks_callable(spec: str) -> bool:
+    """`package.module:callable` as migrate.verify.load reads it (that module imports torch)."""
+    mod, sep, attr = spec.rpartition(":")
+    return bool(sep and mod and attr) and all(
+        p.isidentifier() for p in (*mod.split("."), *attr.split("."))
+    )
+
+
+def _check_importable(spec: str) -> None:
+    """The callable's top-level package can be found (finding it runs none of its code)."""
+    top = spec.rpartition(":")[0].split(".")[0]
+    if os.getcwd() not in sys.path:  # as import_callable does
+        sys.path.insert(0, os.getcwd())
+    if importlib.util.find_spec(top) is None:
+        raise _fail(VerifyError("load", f"cannot import {spec}: no module named {top!r}"))
+
+
+def _check_target(target: str | None, manifest: Path | None, callables: bool) -> None:
+    """The named archive or manifest exists and is a file of the right kind."""
+    import zipfile
+
+    if manifest is not None and not manifest.is_file():
+        why = "is a directory" if manifest.is_dir() else "no such file"
+        raise _fail(VerifyError("usage", f"--manifest {manifest}: {why}"))
+    if target is None or os.path.isdir(target):
+        return
+    if not os.path.exists(target):
+        if callables and _looks_callable(target):
+            _check_importable(target)
+            return  # imported later, with torch
+        forms = (
+            _FORMS
+            if callables
+            else _FORMS.replace(", --manifest", " or --manifest").replace(
+                " or package.module:callable", ""
+            )
+        )
+        raise _fail(VerifyError("load", f"no such file: {target} (give {forms})"))
+    if not zipfile.is_zipfile(target):
+        raise _fail(
+            VerifyError("load", f"{target} is not a TorchScript archive (not a zip archive)")
+        )
 
 
 def _run_batch(
@@ -217,7 +267,8 @@ def verify(
         str | None,
         typer.Argument(
             help="A TorchScript archive (.pt from torch.jit.save), package.module:callable "
-            "returning an nn.Module or (module, example_inputs), or a folder of archives.",
+            "returning an nn.Module or (module, example_inputs), or a folder of archives "
+            "(or --manifest FILE instead).",
             show_default=False,
         ),
     ] = None,
@@ -336,6 +387,7 @@ def verify(
         raise _fail(VerifyError("usage", f"--bench-runs must be at least 1, not {bench_runs}"))
     ray = ray or ray_address is not None
     is_batch = _batch_usage(target, manifest, jobs, timeout, rerun, ray, results)
+    _check_target(target, manifest, callables=True)
     settings, config_path, from_config = _settings(
         target or str(manifest),
         {"device": device, "samples": samples, "seed": seed, "rtol": rtol, "atol": atol},
@@ -418,7 +470,8 @@ def convert(
     model: Annotated[
         str | None,
         typer.Argument(
-            help="A TorchScript archive (.pt from torch.jit.save) or a folder of archives.",
+            help="A TorchScript archive (.pt from torch.jit.save) or a folder of archives "
+            "(or --manifest FILE instead).",
             show_default=False,
         ),
     ] = None,
@@ -458,6 +511,13 @@ def convert(
         raise _fail(VerifyError("usage", f"--format must be text or json, not {fmt!r}"))
     ray = ray or ray_address is not None
     is_batch = _batch_usage(model, manifest, jobs, timeout, rerun, ray, results)
+    _check_target(model, manifest, callables=False)
+    if not is_batch and inputs is None and not input_shape:
+        raise _fail(
+            VerifyError(
+                "usage", "convert needs example inputs: --inputs FILE or --input-shape SPEC"
+            )
+        )
     _require_extra()
     if is_batch:
         _run_batch(
