@@ -288,6 +288,8 @@ def apply(
     isolated: IsolatedOpt = False,
     no_cache: NoCacheOpt = False,
     debug: DebugOpt = False,
+    # The migrate-fix hook's report (.pre-commit-hooks.yaml; migrate/precommit.py).
+    pre_commit: Annotated[bool, typer.Option("--pre-commit", hidden=True)] = False,
 ) -> None:
     """Rewrite what can be rewritten; --dry-run shows the diff instead."""
     from migrate.apply import copy_tree, out_targets, run_apply
@@ -325,7 +327,12 @@ def apply(
                 progress=progress,
                 test_gate=gate,
             )
-        sys.stdout.write(render_apply(result, dry_run=dry_run, color=use_color()))
+        hook = None
+        if pre_commit:
+            from migrate.precommit import fix_hook_form
+
+            hook = fix_hook_form()
+        sys.stdout.write(render_apply(result, dry_run=dry_run, color=use_color(), hook=hook))
         if result.test_report is not None:
             _report_gate(result.test_report, test_report)
     if result.errors:
