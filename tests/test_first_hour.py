@@ -166,3 +166,69 @@ def test_rule_texts_agree_on_the_architectures_cuda_13_drops():
     }
     assert ranges, "no rule names the range"
     assert {end for _, end in ranges} == {"sm_72"}, sorted(ranges)
+
+
+# --------------------------------------------------------------------------- the suite
+
+
+FLOOR_S = 60  # no fixed wait under this (a busy 2-core machine runs steps 10x slower)
+
+
+def _fixed_waits(path: Path) -> list[tuple[int, int]]:
+    """(line, seconds) of literal subprocess timeouts and `time.monotonic() + N` deadlines."""
+    import ast
+
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call):
+            name = getattr(node.func, "attr", getattr(node.func, "id", ""))
+            if name in ("run", "Popen", "communicate", "wait", "check_output", "call"):
+                for kw in node.keywords:
+                    if kw.arg == "timeout" and isinstance(kw.value, ast.Constant):
+                        found.append((node.lineno, kw.value.value))
+        if (
+            isinstance(node, ast.BinOp)
+            and isinstance(node.op, ast.Add)
+            and isinstance(node.left, ast.Call)
+            and getattr(node.left.func, "attr", "") == "monotonic"
+            and isinstance(node.right, ast.Constant)
+        ):
+            found.append((node.lineno, node.right.value))
+    return found
+
+
+def test_no_short_fixed_wall_clock_waits_in_tests():
+    short = [
+        (str(path.relative_to(ROOT)), line, seconds)
+        for path in sorted((ROOT / "tests").rglob("*.py"))
+        for line, seconds in _fixed_waits(path)
+        if isinstance(seconds, (int, float)) and seconds < FLOOR_S
+    ]
+    assert not short, short
+
+
+def test_the_suite_prints_its_cpu_time_with_xdist_workers(tmp_path):
+    (tmp_path / "test_burn.py").write_text(
+        "import time\n\n\n"
+        "def burn():\n"
+        "    end = time.process_time() + 0.6\n"
+        "    while time.process_time() < end:\n"
+        "        pass\n\n\n"
+        "def test_a():\n    burn()\n\n\n"
+        "def test_b():\n    burn()\n",
+        encoding="utf-8",
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tests.conftest"]
+        + ["-n", "2", "test_burn.py"],
+        cwd=tmp_path,
+        env=clean_env(tmp_path, PYTHONPATH=str(ROOT)),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("CPU time of the suite:"))
+    seconds = float(re.search(r"= ([\d.]+) s", line).group(1))
+    assert seconds >= 1.2, line  # both workers' burns, not only the controller's own time
+    assert "2 workers" in line
