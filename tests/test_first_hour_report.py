@@ -14,6 +14,7 @@ import pytest
 
 from migrate.engine import ScanOptions
 from migrate.report.plan import build_plan, render_html
+from tests.scan_support import chromium
 
 ROOT = Path(__file__).resolve().parent.parent
 # A capture returned from its function: the trace, its save and its lowering need a person
@@ -90,11 +91,7 @@ def _png_size(data: bytes) -> tuple[int, int]:
 
 
 def test_screenshot_of_the_plan(page, tmp_path):
-    browser = shutil.which("chromium") or shutil.which("chromium-browser")
-    if browser is None:
-        if os.environ.get("CI"):
-            pytest.fail("chromium is not installed (the test command installs it: see .ci/run)")
-        pytest.skip("chromium is not installed")
+    browser = chromium()
     path = tmp_path / "plan.html"
     path.write_text(page, encoding="utf-8")
     shot = Path(os.environ.get("MIGRATE_SCREENSHOT_DIR") or tmp_path) / "first-hour-plan.png"

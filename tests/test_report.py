@@ -16,6 +16,7 @@ import pytest
 
 from migrate.engine import ScanOptions
 from migrate.report.plan import bar_chart, build_plan, hours, render_html, render_markdown
+from tests.scan_support import chromium
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "fixtures" / "repos" / "plan"
@@ -173,11 +174,7 @@ def _png_rows(data: bytes) -> tuple[int, int, set[bytes]]:
 
 
 def test_html_renders_in_headless_chromium(plan, tmp_path):
-    browser = shutil.which("chromium") or shutil.which("chromium-browser")
-    if browser is None:
-        if os.environ.get("CI"):
-            pytest.fail("chromium is not installed (the test command installs it: see .ci/run)")
-        pytest.skip("chromium is not installed")
+    browser = chromium()
     page = tmp_path / "plan.html"
     page.write_text(render_html(plan), encoding="utf-8")
     shot = tmp_path / "plan.png"
