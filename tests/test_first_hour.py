@@ -234,3 +234,49 @@ def test_the_suite_prints_its_cpu_time_with_xdist_workers(tmp_path):
     seconds = float(re.search(r"= ([\d.]+) s", line).group(1))
     assert seconds >= 1.2, line  # both workers' burns, not only the controller's own time
     assert "2 workers" in line
+
+
+def test_fix_hook_finds_the_scan_hook(tmp_path, monkeypatch):
+    from migrate.precommit import fix_hook_form
+
+    monkeypatch.delenv("SKIP", raising=False)
+    assert fix_hook_form(tmp_path) == "alone"  # no .pre-commit-config.yaml
+    config = tmp_path / ".pre-commit-config.yaml"
+    config.write_text("repos: [{repo: local, hooks: [{id: migrate-fix}]}]\n", encoding="utf-8")
+    assert fix_hook_form(tmp_path) == "alone"
+    config.write_text(
+        "repos:\n- repo: local\n  hooks: [{id: migrate-fix}, {id: migrate-scan}]\n",
+        encoding="utf-8",
+    )
+    assert fix_hook_form(tmp_path) == "with-scan"
+    monkeypatch.setenv("SKIP", "other,migrate-scan")
+    assert fix_hook_form(tmp_path) == "alone"  # skipped: the fix hook lists them itself
+    config.write_text("repos: [\n", encoding="utf-8")
+    assert fix_hook_form(tmp_path) == "alone"
+
+
+GROUP = """\
+import torch
+from torch.utils.mobile_optimizer import optimize_for_mobile
+
+
+def export(model, x):
+    traced = torch.jit.trace(model, x)
+    torch.jit.save(traced, "model.pt", _extra_files={"meta": "1"})
+    mobile = optimize_for_mobile(traced)
+    mobile._save_for_lite_interpreter("model.ptl")
+    return traced
+"""
+CAUSE = "the result is returned (line 10); after the migration it is an ExportedProgram"
+
+
+@pytest.mark.parametrize("command", [["scan", "--no-cache"], ["apply", "--dry-run"]])
+def test_a_groups_shared_cause_is_printed_once_under_it(tmp_path, command):
+    root = _repo(tmp_path, {"m.py": GROUP})
+    run = run_cli([*command, "m.py"], root, clean_env(tmp_path))
+    lines = run.stdout.splitlines()
+    assert run.stdout.count(CAUSE) == 1, run.stdout
+    members = [i for i, line in enumerate(lines) if re.search(r"\b[6-9]:\d+ MIG\d{3} ", line)]
+    assert len(members) == 4, run.stdout
+    # Under the last member, naming the four.
+    assert lines[members[-1] + 1].strip().startswith(f"└ the 4 findings above: {CAUSE}")
