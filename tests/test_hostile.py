@@ -502,7 +502,7 @@ def test_html_plan_colours_rules_by_their_findings_and_names_the_folder(tmp_path
     page = render_html(plan)
     assert "<title>Migration plan: my-repo</title>" in page
     assert "<h1>Migration plan: my-repo</h1>" in page
-    assert '<div class="k">CUDA 12.8 finding</div>' in page
+    assert '<div class="k">CUDA 12.8 (MIG3xx), fixed or not</div>' in page
     bars = re.findall(r"<title>(MIG\d+) [^<]*</title>.*?fill=\"(#[0-9a-f]+)\"", page)
     assert dict(bars) == {
         "MIG102": FIX_COLORS["assisted"],
