@@ -387,6 +387,7 @@ def verify(
         raise _fail(VerifyError("usage", f"--bench-runs must be at least 1, not {bench_runs}"))
     ray = ray or ray_address is not None
     is_batch = _batch_usage(target, manifest, jobs, timeout, rerun, ray, results)
+    _require_extra()  # finds the packages without importing them
     _check_target(target, manifest, callables=True)
     settings, config_path, from_config = _settings(
         target or str(manifest),
@@ -394,7 +395,6 @@ def verify(
         config_file,
         isolated,
     )
-    _require_extra()
     if is_batch:
         extra = [
             flag
@@ -511,6 +511,7 @@ def convert(
         raise _fail(VerifyError("usage", f"--format must be text or json, not {fmt!r}"))
     ray = ray or ray_address is not None
     is_batch = _batch_usage(model, manifest, jobs, timeout, rerun, ray, results)
+    _require_extra()  # finds the packages without importing them
     _check_target(model, manifest, callables=False)
     if not is_batch and inputs is None and not input_shape:
         raise _fail(
@@ -518,7 +519,6 @@ def convert(
                 "usage", "convert needs example inputs: --inputs FILE or --input-shape SPEC"
             )
         )
-    _require_extra()
     if is_batch:
         _run_batch(
             "convert", model, manifest, out, results,
