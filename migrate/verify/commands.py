@@ -164,40 +164,43 @@ def _looks_callable(spec: str) -> bool:
     )
 
 
-def _check_importable(spec: str) -> None:
-    """The callable's top-level package can be found (finding it runs none of its code)."""
-    top = spec.rpartition(":")[0].split(".")[0]
-    if os.getcwd() not in sys.path:  # as import_callable does
-        sys.path.insert(0, os.getcwd())
-    if importlib.util.find_spec(top) is None:
-        raise _fail(VerifyError("load", f"cannot import {spec}: no module named {top!r}"))
-
-
-def _check_target(target: str | None, manifest: Path | None, callables: bool) -> None:
-    """The named archive or manifest exists and is a file of the right kind."""
+def _target_problem(
+    target: str | None, manifest: Path | None, callables: bool
+) -> VerifyError | None:
+    """What is wrong with the named archive, callable or manifest, found without torch."""
     import zipfile
 
     if manifest is not None and not manifest.is_file():
         why = "is a directory" if manifest.is_dir() else "no such file"
-        raise _fail(VerifyError("usage", f"--manifest {manifest}: {why}"))
+        return VerifyError("usage", f"--manifest {manifest}: {why}")
     if target is None or os.path.isdir(target):
-        return
+        return None
     if not os.path.exists(target):
         if callables and _looks_callable(target):
-            _check_importable(target)
-            return  # imported later, with torch
+            # The top-level package can be found (finding it runs none of its code).
+            top = target.rpartition(":")[0].split(".")[0]
+            if os.getcwd() not in sys.path:  # as import_callable does
+                sys.path.insert(0, os.getcwd())
+            if importlib.util.find_spec(top) is None:
+                return VerifyError("load", f"cannot import {target}: no module named {top!r}")
+            return None  # imported later, with torch
         forms = (
             _FORMS
             if callables
-            else _FORMS.replace(", --manifest", " or --manifest").replace(
-                " or package.module:callable", ""
-            )
+            else "a TorchScript archive (.pt), a folder of archives or --manifest FILE"
         )
-        raise _fail(VerifyError("load", f"no such file: {target} (give {forms})"))
+        return VerifyError("load", f"no such file: {target} (give {forms})")
     if not zipfile.is_zipfile(target):
-        raise _fail(
-            VerifyError("load", f"{target} is not a TorchScript archive (not a zip archive)")
-        )
+        return VerifyError("load", f"{target} is not a TorchScript archive (not a zip archive)")
+    return None
+
+
+def _check_target(target: str | None, manifest: Path | None, callables: bool, debug: bool) -> None:
+    problem = _target_problem(target, manifest, callables)
+    if problem is not None:
+        if debug:
+            raise problem
+        raise _fail(problem)
 
 
 def _run_batch(
@@ -388,7 +391,7 @@ def verify(
     ray = ray or ray_address is not None
     is_batch = _batch_usage(target, manifest, jobs, timeout, rerun, ray, results)
     _require_extra()  # finds the packages without importing them
-    _check_target(target, manifest, callables=True)
+    _check_target(target, manifest, callables=True, debug=debug)
     settings, config_path, from_config = _settings(
         target or str(manifest),
         {"device": device, "samples": samples, "seed": seed, "rtol": rtol, "atol": atol},
@@ -512,7 +515,7 @@ def convert(
     ray = ray or ray_address is not None
     is_batch = _batch_usage(model, manifest, jobs, timeout, rerun, ray, results)
     _require_extra()  # finds the packages without importing them
-    _check_target(model, manifest, callables=False)
+    _check_target(model, manifest, callables=False, debug=debug)
     if not is_batch and inputs is None and not input_shape:
         raise _fail(
             VerifyError(
