@@ -55,6 +55,18 @@ class _PlainHelpGroup(TyperGroup):
                     # verify's options: the last word of the name (input_shape -> SHAPE).
                     param.metavar = (param.name or "value").split("_")[-1].upper()
 
+    def format_commands(self, ctx, formatter) -> None:
+        """The command list with each command's whole first sentence (click cuts it at the
+        terminal width with "..."); the help formatter wraps it instead."""
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(limit=10_000)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
 
 app = typer.Typer(
     name="migrate",
@@ -294,6 +306,8 @@ def apply(
     no_cache: NoCacheOpt = False,
     debug: DebugOpt = False,
     evidence: EvidenceOpt = None,
+    # The migrate-fix hook's report (.pre-commit-hooks.yaml; migrate/precommit.py).
+    pre_commit: Annotated[bool, typer.Option("--pre-commit", hidden=True)] = False,
 ) -> None:
     """Rewrite what can be rewritten; --dry-run shows the diff instead."""
     from migrate.apply import copy_tree, out_targets, run_apply
@@ -333,14 +347,19 @@ def apply(
             )
         for note in result.scan.skipped:
             typer.echo(f"{note.path}: {note.message}; skipped", err=True)
-        sys.stdout.write(render_apply(result, dry_run=dry_run, color=use_color()))
+        hook = None
+        if pre_commit:
+            from migrate.precommit import fix_hook_form
+
+            hook = fix_hook_form()
+        sys.stdout.write(render_apply(result, dry_run=dry_run, color=use_color(), hook=hook))
         if result.test_report is not None:
             _report_gate(result.test_report, test_report)
     if result.errors or result.scan.read_nothing:
         raise typer.Exit(EXIT_ERROR)
-    if dry_run:
-        raise typer.Exit(EXIT_FINDINGS if result.changed else EXIT_CLEAN)
-    if result.remaining:
+    # One rule for every command (README "Exit codes"): 1 while findings remain in the tree;
+    # a dry run writes nothing, so what it would fix remains too.
+    if result.remaining or (dry_run and result.changed):
         raise typer.Exit(EXIT_FINDINGS)
 
 
@@ -523,7 +542,7 @@ def report(
         raise typer.Exit(EXIT_ERROR)
 
 
-@app.command()
+@app.command(hidden=True)  # a maintainer's command: not in `migrate --help`
 def docs(
     check: Annotated[
         bool, typer.Option("--check", help="Write nothing; exit 1 when a generated file is stale.")

@@ -3,6 +3,7 @@ rules table. Never hand-edit the generated files; run `migrate docs`."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,8 +33,26 @@ def _example_lang(rule: Rule) -> str:
     return "python" if rule.target == "python" else "text"
 
 
-def render_rule(rule: Rule, level: int = 1) -> str:
-    """One rule's documentation as Markdown; `level` is the heading level of its title."""
+# Each section says what it must in at most this many sentences (tests/test_docs.py); the
+# long form goes to the rule's `details`.
+MAX_SENTENCES = 3
+MAX_SECTION_CHARS = 500
+
+
+SHORT_SECTIONS = ("what", "why", "use_instead", "fix_safety")
+_ABBREVIATIONS = re.compile(r"\b(e\.g|i\.e|etc|vs|cf)\.", re.IGNORECASE)
+
+
+def sentences(text: str) -> list[str]:
+    """A section's sentences: code spans, abbreviations and version numbers do not end one."""
+    flat = re.sub(r"`[^`]*`", "`code`", " ".join(text.split()))
+    flat = _ABBREVIATIONS.sub(lambda m: m.group(1), flat).replace("...", "…")
+    return [s for s in re.split(r"(?<=[.!?])\s+(?=[^a-z\s])", flat) if s.strip()]
+
+
+def render_rule(rule: Rule, level: int = 1, collapsed: bool = False) -> str:
+    """One rule's documentation as Markdown; `level` is the heading level of its title.
+    `collapsed`: the details in a `<details>` element (docs/rules.md), else a section."""
     h = "#" * level
     parts = [f"{h} {rule.code} {rule.name}", "", rule.title, "", f"Fix: {rule.fix_label}", ""]
     for heading, attr in SECTIONS:
@@ -45,7 +64,17 @@ def render_rule(rule: Rule, level: int = 1) -> str:
         parts += [f"{h}# Example", f"```{lang}", rule.example_before, "```", ""]
         if rule.example_after:
             parts += ["Becomes:", f"```{lang}", rule.example_after, "```", ""]
+    if rule.details and collapsed:
+        summary = f"<details><summary>Details: {rule.code} in full</summary>"
+        parts += [summary, "", _paragraphs(rule.details), "", "</details>", ""]
+    elif rule.details:
+        parts += [f"{h}# Details", _paragraphs(rule.details), ""]
     return "\n".join(parts).rstrip() + "\n"
+
+
+def _paragraphs(text: str) -> str:
+    """A folded YAML text's paragraphs (a blank line there is a newline here)."""
+    return "\n\n".join(" ".join(p.split()) for p in text.split("\n") if p.strip())
 
 
 def anchor(rule: Rule) -> str:
@@ -90,11 +119,11 @@ def render_rules_md(rules: dict[str, Rule] | None = None) -> str:
             continue
         parts += [f"## {family}", ""]
         for rule in members:
-            parts += [render_rule(rule, level=3)]
+            parts += [render_rule(rule, level=3, collapsed=True)]
     others = [r for r in ordered if not any(r.code.startswith(p) for p, _ in FAMILIES)]
     if others:
         parts += ["## Other", ""]
-        parts += [render_rule(rule, level=3) for rule in others]
+        parts += [render_rule(rule, level=3, collapsed=True) for rule in others]
     return "\n".join(parts).rstrip() + "\n"
 
 

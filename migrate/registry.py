@@ -40,6 +40,7 @@ class Rule:
     why: str = ""
     use_instead: str = ""
     fix_safety: str = ""
+    details: str = ""  # the long form of the sections above (collapsed in docs/rules.md)
     example_before: str = ""
     example_after: str = ""
     symbols: tuple[str, ...] = ()
@@ -120,6 +121,7 @@ def _load_rule(path: Path, data: dict) -> Rule:
         "why",
         "use_instead",
         "fix_safety",
+        "details",
         "example",
         "symbols",
         "replacement",
@@ -136,6 +138,7 @@ def _load_rule(path: Path, data: dict) -> Rule:
         why=(data.get("why") or "").strip(),
         use_instead=(data.get("use_instead") or "").strip(),
         fix_safety=(data.get("fix_safety") or "").strip(),
+        details=(data.get("details") or "").strip(),
         example_before=(example.get("before") or "").rstrip("\n"),
         example_after=(example.get("after") or "").rstrip("\n"),
         symbols=tuple(data.get("symbols") or ()),

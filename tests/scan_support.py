@@ -102,3 +102,17 @@ def key(f: dict) -> tuple:
 
 def keys(findings) -> list[tuple]:
     return sorted(key(f if isinstance(f, dict) else f.to_dict()) for f in findings)
+
+
+def chromium() -> str:
+    """The headless browser the HTML report tests render with (CI installs it: .ci/run)."""
+    import shutil
+
+    import pytest
+
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is not installed (the test command installs it: see .ci/run)")
+        pytest.skip("chromium is not installed")
+    return browser

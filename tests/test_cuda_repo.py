@@ -106,9 +106,10 @@ def test_apply_matches_after_tree_and_is_idempotent(work: Path, tmp_path: Path) 
     assert b"\r\n" in got["constraints.txt"] and b"\n" not in got["constraints.txt"].replace(
         b"\r\n", b""
     )
-    # A second run changes nothing.
+    # A second run changes nothing; the assisted findings remain, so it exits 1 as apply did.
     again = run("apply", "--unsafe-fixes", "repo", "--dry-run", cwd=tmp_path, env_dir=cache)
-    assert again.returncode == 0, again.stdout + again.stderr
+    assert again.returncode == 1, again.stdout + again.stderr
+    assert "+++ " not in again.stdout and "Would fix 0 findings in 0 files." in again.stdout
     run("apply", "--unsafe-fixes", "repo", "--allow-dirty", cwd=tmp_path, env_dir=cache)
     assert files(work) == expected
 

@@ -89,3 +89,40 @@ def test_write_docs_only_touches_stale_files(tmp_path):
     assert [f.path.name for f in files] == ["rules.md"]
     assert write_docs(files) == [tmp_path / "docs" / "rules.md"]
     assert write_docs(generated_files(tmp_path, current_rules())) == []
+
+
+def test_rule_sections_are_short():
+    """What it does, why, use instead and fix safety: at most three sentences and a few
+    lines each (issue 30); the long form is the rule's `details`, collapsed in docs/rules.md."""
+    from migrate.docs import MAX_SECTION_CHARS, MAX_SENTENCES, SHORT_SECTIONS, sentences
+
+    long = []
+    for rule in current_rules().values():
+        for field in SHORT_SECTIONS:
+            text = " ".join(getattr(rule, field).split())
+            n = len(sentences(text))
+            if n > MAX_SENTENCES or len(text) > MAX_SECTION_CHARS:
+                long.append((rule.code, field, n, len(text)))
+    assert not long, long
+
+
+def test_details_are_collapsed_in_rules_md():
+    rules = current_rules()
+    text = render_rules_md(rules)
+    with_details = [r for r in rules.values() if r.details]
+    assert with_details
+    for rule in with_details:
+        head = f"<details><summary>Details: {rule.code} in full</summary>"
+        assert text.count(head) == 1
+        section = text.split(f"### {rule.code} ", 1)[1].split("\n### ", 1)[0]
+        section = section.split("\n## ", 1)[0]
+        assert head in section and section.rstrip().endswith("</details>")
+
+
+def test_the_writer_reader_paragraph_is_one_linked_page():
+    page = ROOT / "docs" / "rules" / "artifact-flow.md"
+    assert page.is_file()
+    for code in ("MIG201", "MIG202", "MIG203", "MIG204", "MIG205"):
+        rule = current_rules()[code]
+        assert "(rules/artifact-flow.md)" in rule.fix_safety, code
+        assert "The planner links every writer" not in rule.fix_safety + rule.details, code

@@ -325,13 +325,13 @@ def test_sigterm_leaves_no_temp_files(tmp_path):
         stderr=subprocess.PIPE,
     )
     first = root / "m0000.py"
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 600  # event-driven: only a hang waits this long
     while proc.poll() is None and time.monotonic() < deadline:
         if first.read_text() == AFTER.format(i=0):
             break
         time.sleep(0.002)
     proc.send_signal(signal.SIGTERM)
-    out, err = proc.communicate(timeout=120)
+    out, err = proc.communicate(timeout=600)
     assert b"Traceback" not in err
     check_whole(root, n)  # no file torn, no *.migrate-tmp left
     if proc.returncode != 0:  # it may have finished first on a fast machine
@@ -498,7 +498,7 @@ def test_html_plan_colours_rules_by_their_findings_and_names_the_folder(tmp_path
     page = render_html(plan)
     assert "<title>Migration plan: my-repo</title>" in page
     assert "<h1>Migration plan: my-repo</h1>" in page
-    assert '<div class="k">CUDA 12.8 finding</div>' in page
+    assert '<div class="k">CUDA 12.8 (MIG3xx), fixed or not</div>' in page
     bars = re.findall(r"<title>(MIG\d+) [^<]*</title>.*?fill=\"(#[0-9a-f]+)\"", page)
     assert dict(bars) == {
         "MIG102": FIX_COLORS["assisted"],

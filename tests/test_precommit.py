@@ -61,7 +61,8 @@ def test_hook_definitions_keep_torch_out():
     hooks = {h["id"]: h for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())}
     assert set(hooks) == {"migrate-scan", "migrate-fix"}
     assert hooks["migrate-scan"]["entry"] == "migrate scan"
-    assert hooks["migrate-fix"]["entry"] == "migrate apply --allow-dirty --no-unsafe-fixes"
+    fix_entry = "migrate apply --allow-dirty --no-unsafe-fixes --pre-commit"
+    assert hooks["migrate-fix"]["entry"] == fix_entry
     for hook in hooks.values():
         assert hook["language"] == "python"
         assert "additional_dependencies" not in hook
@@ -153,4 +154,99 @@ def test_precommit_hooks_end_to_end(tmp_path):
     proc = run("migrate-fix")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert (project / "unsafe.py").read_text(encoding="utf-8") == UNSAFE
-    assert "pass --unsafe-fixes to write it" in proc.stdout
+    # Both hooks are configured: the fix hook says why it wrote nothing, the scan hook lists.
+    assert "pass --unsafe-fixes to write them" in proc.stdout
+    assert "left for review: the migrate-scan hook lists" in proc.stdout
+
+
+# --------------------------------------------------------------------------- README, local
+
+
+def readme_local_config() -> str:
+    """The README's copy-paste `repo: local` block, verbatim."""
+    section = (ROOT / "README.md").read_text(encoding="utf-8").split("\n## pre-commit\n", 1)[1]
+    blocks = [b.split("\n", 1)[1] for b in section.split("```yaml")[1:]]
+    return next(b.split("```", 1)[0] for b in blocks if "repo: local" in b)
+
+
+def test_readme_local_hooks_match_the_published_ones():
+    published = {h["id"]: h for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())}
+    (repo,) = yaml.safe_load(readme_local_config())["repos"]
+    assert repo["repo"] == "local"
+    for hook in repo["hooks"]:
+        assert hook["language"] == "system"
+        for key in ("entry", "files", "types_or"):
+            assert hook[key] == published[hook["id"]][key], (hook["id"], key)
+
+
+@pytest.fixture
+def local_project(tmp_path):
+    """A fresh git repository whose hooks run this checkout's `migrate` (`language: system`
+    finds it on PATH, as a developer's `pip install -e` puts it there)."""
+    bin_dir, project = tmp_path / "bin", tmp_path / "project"
+    bin_dir.mkdir()
+    project.mkdir()
+    wrapper = bin_dir / "migrate"
+    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m migrate "$@"\n', encoding="utf-8")
+    wrapper.chmod(0o755)
+    env = dict(
+        os.environ,
+        PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        PYTHONPATH=str(ROOT),
+        PRE_COMMIT_HOME=str(tmp_path / "pre-commit-home"),
+        MIGRATE_CACHE_DIR=str(tmp_path / "cache"),
+        GIT_CEILING_DIRECTORIES=str(tmp_path),
+    )
+    for key in ("SKIP", "NO_COLOR", "FORCE_COLOR"):
+        env.pop(key, None)
+    _git("init", "-q", cwd=project)
+    (project / "clean.py").write_text(CLEAN, encoding="utf-8")
+
+    def setup(config: str) -> None:
+        (project / ".pre-commit-config.yaml").write_text(config, encoding="utf-8")
+        _git("add", "-A", cwd=project)
+        _git("commit", "-q", "-m", "start", cwd=project)
+
+    def run() -> subprocess.CompletedProcess:
+        # Every hook on the staged files, as `git commit` runs them; no network is needed.
+        return subprocess.run(
+            [sys.executable, "-m", "pre_commit", "run", "--color", "never"],
+            cwd=project,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+
+    return project, setup, run
+
+
+def _only(config: str, hook_id: str) -> str:
+    doc = yaml.safe_load(config)
+    doc["repos"][0]["hooks"] = [h for h in doc["repos"][0]["hooks"] if h["id"] == hook_id]
+    return yaml.safe_dump(doc, sort_keys=False)
+
+
+@pytest.mark.parametrize("hooks", ["both", "migrate-scan", "migrate-fix"])
+def test_readme_local_config_blocks_a_staged_trace_once(local_project, hooks):
+    project, setup, run = local_project
+    config = readme_local_config()
+    setup(config if hooks == "both" else _only(config, hooks))
+    (project / "bad.py").write_text(BAD, encoding="utf-8")
+    (project / "fixable.py").write_text(FIXABLE, encoding="utf-8")
+    _git("add", "bad.py", "fixable.py", cwd=project)
+    proc = run()
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out
+    assert "Failed" in out
+    # The returned trace needs a person: listed exactly once, whichever hooks run.
+    assert out.count("5:12 MIG102") == 1, out
+    fixed = (project / "fixable.py").read_text(encoding="utf-8")
+    if hooks == "migrate-scan":
+        assert "5:12 MIG111" in out and "torch.jit.annotate" in fixed
+        return
+    assert "files were modified by this hook" in out
+    assert "torch.jit" not in fixed
+    assert "MIG111" not in out  # fixed, so no hook lists it
+    if hooks == "both":
+        assert "1 finding left for review: the migrate-scan hook lists it." in out

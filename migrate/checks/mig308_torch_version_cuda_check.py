@@ -1,15 +1,14 @@
-"""MIG308: code that compares `torch.version.cuda` (or a `+cu128` torch.__version__) with 12.8."""
+"""MIG308: code that tests `torch.version.cuda` (or a `+cu128` torch.__version__) as a string
+in a way whose answer changes from the CUDA 12.8 wheels to the CUDA 13 ones."""
 
 from __future__ import annotations
 
 import ast
-import re
+import operator
 
 from migrate.checks import _cuda
 from migrate.checks.base import PythonCheck, PythonContext
 
-CUDA_128 = re.compile(r"^12\.8(?:\.\d+)?$")
-TAG_128 = re.compile(r"cu128(?!\d)")
 VERSION_CALLS = frozenset(
     {
         "packaging.version.parse",
@@ -19,46 +18,129 @@ VERSION_CALLS = frozenset(
         "pkg_resources.parse_version",
     }
 )
-EQUALITY = (ast.Eq, ast.NotEq, ast.Is, ast.IsNot)
-MEMBERSHIP = (ast.In, ast.NotIn)
+SUBJECTS = {
+    "torch.version.cuda": "cuda",
+    "torch.__version__": "version",
+    "torch.version.__version__": "version",
+}
+# What each subject reads on the 12.8 wheels (the torch release does not matter here).
+OLD = {"cuda": "12.8", "version": "2.13.0+cu128"}
+COMPARE = {
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+    ast.In: lambda a, b: a in b,
+    ast.NotIn: lambda a, b: a not in b,
+    ast.Is: lambda a, b: a is None and b is None,
+    ast.IsNot: lambda a, b: not (a is None and b is None),
+}
+# String methods a version test goes through (`.split(".")[0]`, `.replace(".", "")`...).
+STR_METHODS = frozenset(
+    "split rsplit replace strip lstrip rstrip lower startswith endswith partition".split()
+)
+
+
+class Unknown(Exception):
+    """The expression holds something the evaluator does not follow."""
 
 
 class TorchVersionCudaCheck(PythonCheck):
     code = "MIG308"
-    prefilter = (r"12\.8", r"cu128")
+    prefilter = (r"12\.8", r"cu128", r"version\.cuda", r"version import cuda")
     node_types = (ast.Compare, ast.Call)
 
     @property
     def target(self) -> str:
         return _cuda.target_of(self.options)
 
-    def _unwrap(self, ctx: PythonContext, node: ast.expr) -> ast.expr:
-        """`version.parse(x)` -> x, so version parsing compares like the plain string."""
-        if isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords:
-            qual = ctx.qualname(node.func)
-            if qual in VERSION_CALLS or (qual or "").endswith((".parse", ".Version")):
-                return node.args[0]
-        return node
-
-    def _subject(self, ctx: PythonContext, node: ast.expr) -> str | None:
-        node = self._unwrap(ctx, node)
+    def _kind(self, ctx: PythonContext, node: ast.expr) -> str | None:
         if isinstance(node, (ast.Name, ast.Attribute)):
-            qual = ctx.qualname(node)
-            if qual in ("torch.version.cuda", "torch.__version__", "torch.version.__version__"):
-                return "cuda" if qual == "torch.version.cuda" else "version"
+            return SUBJECTS.get(ctx.qualname(node) or "")
         return None
 
-    def _matches(self, kind: str, node: ast.expr, ctx: PythonContext, whole: bool) -> bool:
-        node = self._unwrap(ctx, node)
-        values = node.elts if isinstance(node, (ast.Tuple, ast.List, ast.Set)) else [node]
-        for value in values:
-            if isinstance(value, ast.Constant) and isinstance(value.value, str):
-                text = value.value
-                if kind == "cuda" and (CUDA_128.match(text) if whole else text.startswith("12.8")):
-                    return True
-                if kind == "version" and TAG_128.search(text):
-                    return True
-        return False
+    def _eval(self, ctx: PythonContext, node: ast.expr, values: dict[str, str]) -> object:
+        """The value of a version test with the subjects set to `values` (strings only)."""
+        kind = self._kind(ctx, node)
+        if kind is not None:
+            return values[kind]
+        if isinstance(node, ast.Constant) and isinstance(node.value, (str, int, type(None))):
+            return node.value
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            items = [self._eval(ctx, e, values) for e in node.elts]
+            return items if isinstance(node, ast.List) else tuple(items)
+        if isinstance(node, ast.JoinedStr):
+            return "".join(
+                str(self._eval(ctx, p.value if isinstance(p, ast.FormattedValue) else p, values))
+                for p in node.values
+            )
+        if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or):
+            for value in node.values:  # `(torch.version.cuda or "")`
+                result = self._eval(ctx, value, values)
+                if result:
+                    return result
+            return result
+        if isinstance(node, ast.Subscript):
+            base = self._eval(ctx, node.value, values)
+            index = node.slice
+            if isinstance(index, ast.Slice):
+                parts = [self._eval(ctx, p, values) if p else None for p in
+                         (index.lower, index.upper, index.step)]  # fmt: skip
+                key: object = slice(*parts)
+            else:
+                key = self._eval(ctx, index, values)
+            try:
+                return base[key]  # type: ignore[index]
+            except (TypeError, IndexError, KeyError, ValueError):
+                raise Unknown from None
+        if isinstance(node, ast.Call) and not node.keywords:
+            args = [self._eval(ctx, a, values) for a in node.args]
+            qual = ctx.qualname(node.func) or ""
+            named_str = isinstance(node.func, ast.Name) and node.func.id == "str"
+            if len(args) == 1 and (
+                named_str
+                or qual in ("str", "builtins.str")
+                or qual in VERSION_CALLS
+                or qual.endswith((".parse", ".Version"))
+            ):
+                # Both wheels' versions have a two-digit major: version order is string order.
+                return str(args[0])
+            if isinstance(node.func, ast.Attribute) and node.func.attr in STR_METHODS:
+                base = self._eval(ctx, node.func.value, values)
+                if isinstance(base, str) and all(isinstance(a, (str, int, tuple)) for a in args):
+                    try:
+                        return getattr(base, node.func.attr)(*args)
+                    except (TypeError, ValueError):
+                        raise Unknown from None
+        if isinstance(node, ast.Compare):
+            left = self._eval(ctx, node.left, values)
+            for op, right_node in zip(node.ops, node.comparators, strict=True):
+                right = self._eval(ctx, right_node, values)
+                try:
+                    if not COMPARE[type(op)](left, right):
+                        return False
+                except TypeError:
+                    raise Unknown from None
+                left = right
+            return True
+        raise Unknown
+
+    def _flips(self, ctx: PythonContext, node: ast.expr) -> str | None:
+        """The subject kind when the test is true on the 12.8 wheels and not on the target's."""
+        kinds = {k for n in ast.walk(node) if (k := self._kind(ctx, n))}  # type: ignore[arg-type]
+        if len(kinds) != 1:
+            return None
+        new = {"cuda": self.target, "version": f"2.13.0+{_cuda.TAGS[self.target]}"}
+        try:
+            old_answer = self._eval(ctx, node, OLD)
+            new_answer = self._eval(ctx, node, new)
+        except Unknown:
+            return None
+        if not isinstance(old_answer, bool) or old_answer is not True or new_answer is True:
+            return None
+        return kinds.pop()
 
     def _report(self, ctx: PythonContext, node: ast.AST, kind: str) -> None:
         source = ctx.source(node)
@@ -77,37 +159,20 @@ class TorchVersionCudaCheck(PythonCheck):
             symbol=f"torch.{'version.cuda' if kind == 'cuda' else '__version__'}",
         )
 
-    hook_symbols = ("torch.version.cuda", "torch.__version__", "torch.version.__version__")
+    hook_symbols = tuple(SUBJECTS)
 
     def hook_spellings(self) -> tuple[str, ...]:
-        return ()  # a comparison or startswith on one of hook_symbols
+        return ()  # a comparison or string method on one of hook_symbols
 
     def on_node(self, node: ast.AST, ctx: PythonContext) -> None:
-        if isinstance(node, ast.Compare):
-            operands = [node.left, *node.comparators]
-            for op, left, right in zip(node.ops, operands, operands[1:], strict=False):
-                for subject, other in ((left, right), (right, left)):
-                    kind = self._subject(ctx, subject)
-                    if kind is None:
-                        continue
-                    if isinstance(op, EQUALITY) and self._matches(kind, other, ctx, True):
-                        self._report(ctx, node, kind)
-                        return
-                    if (
-                        isinstance(op, MEMBERSHIP)
-                        and subject is left
-                        and self._matches(kind, other, ctx, True)
-                    ):
-                        self._report(ctx, node, kind)
-                        return
-                # "cu128" in torch.__version__
-                if isinstance(op, MEMBERSHIP) and self._subject(ctx, right) == "version":
-                    if self._matches("version", left, ctx, False):
-                        self._report(ctx, node, "version")
-                        return
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            if node.func.attr not in ("startswith", "endswith") or len(node.args) != 1:
+        if isinstance(node, ast.Call):
+            if not isinstance(node.func, ast.Attribute) or node.func.attr not in (
+                "startswith",
+                "endswith",
+            ):
                 return
-            kind = self._subject(ctx, node.func.value)
-            if kind and self._matches(kind, node.args[0], ctx, False):
-                self._report(ctx, node, kind)
+        elif not isinstance(node, ast.Compare):
+            return
+        kind = self._flips(ctx, node)  # type: ignore[arg-type]
+        if kind is not None:
+            self._report(ctx, node, kind)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import io
 from collections import Counter
+from itertools import groupby
 
 from rich.console import Console
 from rich.text import Text
 
 from migrate.findings import FixKind
+from migrate.report.causes import cause_line, shared_causes
 
 
 def _diff_text(diff: str) -> Text:
@@ -27,7 +29,10 @@ def _diff_text(diff: str) -> Text:
     return text
 
 
-def render_apply(result, dry_run: bool, color: bool = False) -> str:
+def render_apply(result, dry_run: bool, color: bool = False, hook: str | None = None) -> str:
+    """apply's text report. `hook` is the pre-commit fix hook's form (migrate.precommit):
+    "alone" prints only what it could not fix (pre-commit says which files it changed),
+    "with-scan" only how many are left, since the migrate-scan hook lists each of them."""
     buffer = io.StringIO()
     out = Console(
         file=buffer,
@@ -35,6 +40,7 @@ def render_apply(result, dry_run: bool, color: bool = False) -> str:
         no_color=not color,
         width=10_000,
         highlight=False,
+        emoji=False,  # `file.py:100:5` is a location, not the :100: emoji
         markup=False,
         soft_wrap=True,
     )
@@ -48,16 +54,17 @@ def render_apply(result, dry_run: bool, color: bool = False) -> str:
     applied = result.applied
     files = len(result.changed)
     verb = "Would fix" if dry_run else "Fixed"
-    out.print(
-        Text(
-            f"{verb} {len(applied)} finding{'s' * (len(applied) != 1)} in {files} "
-            f"file{'s' * (files != 1)}.",
-            style="bold green" if applied else "bold",
+    if hook is None:
+        out.print(
+            Text(
+                f"{verb} {len(applied)} finding{'s' * (len(applied) != 1)} in {files} "
+                f"file{'s' * (files != 1)}.",
+                style="bold green" if applied else "bold",
+            )
         )
-    )
-    by_rule = Counter(f.rule for f in applied)
-    for code, count in sorted(by_rule.items()):
-        out.print(f"  {count:>3}  {code}")
+        by_rule = Counter(f.rule for f in applied)
+        for code, count in sorted(by_rule.items()):
+            out.print(f"  {count:>3}  {code}")
     held = {(h.finding.path, h.finding.key): h.reason for h in result.held}
     unsafe = sum(1 for h in result.held if "--unsafe-fixes" in h.reason)
     if unsafe:
@@ -69,19 +76,40 @@ def render_apply(result, dry_run: bool, color: bool = False) -> str:
             )
         )
     remaining = result.remaining
-    if remaining:
+    if remaining and hook == "with-scan":
+        n = len(remaining)
+        out.print(
+            Text(
+                f"{n} finding{'s' * (n != 1)} left for review: the migrate-scan hook lists "
+                f"{'them' if n != 1 else 'it'}.",
+                style="bold yellow",
+            )
+        )
+    elif remaining:
         out.print(
             Text(
                 f"{len(remaining)} left for review (read the rule with `migrate explain CODE`):",
                 style="bold yellow",
             )
         )
-        for f in remaining:
-            reason = held.get((f.path, f.key))
-            if f.fix is not FixKind.AUTO:
-                kind = f.fix.value
-            else:
-                kind = f"auto ({f.applicability}), not applied"
-            line = f"  {f.path}:{f.line}:{f.column} {f.rule} [{kind}] {f.message}"
-            out.print(f"{line} (not applied: {reason})" if reason else line)
+        for _, group in groupby(remaining, key=lambda f: f.path):
+            _print_remaining(out, list(group), held)
     return buffer.getvalue()
+
+
+def _print_remaining(out: Console, found: list, held: dict) -> None:
+    """One file's findings left for review; a reason several share, once under them."""
+    texts = []
+    for f in found:
+        reason = held.get((f.path, f.key))
+        texts.append(f"{f.message}; not applied: {reason}" if reason else f.message)
+    heads, causes = shared_causes(texts)
+    where = [f"{f.line}:{f.column}" for f in found]
+    for i, (f, head) in enumerate(zip(found, heads, strict=True)):
+        if f.fix is not FixKind.AUTO:
+            kind = f.fix.value
+        else:
+            kind = f"auto ({f.applicability}), not applied"
+        out.print(f"  {f.path}:{f.line}:{f.column} {f.rule} [{kind}] {head}")
+        if i in causes:
+            out.print(Text(f"    {cause_line(causes[i], where)}", style="dim"))

@@ -92,6 +92,12 @@ class Plan:
         return sum(c.findings for c in self.changes)
 
     @property
+    def fixed_total(self) -> int:
+        """Findings outside MIG3xx that apply fixes: with review_total and the CUDA list,
+        every finding is counted once (the HTML cards add up)."""
+        return sum(1 for f in self.findings if not _is_cuda(f.rule)) - self.review_total
+
+    @property
     def review_total(self) -> int:
         return sum(len(items) for items in self.review.values())
 
@@ -246,14 +252,38 @@ def plan_title(plan: Plan) -> str:
     return os.path.basename(os.path.abspath(plan.root)) or plan.root
 
 
-def _guidance(rule: Rule | None) -> list[tuple[str, str]]:
+def _guidance(rule: Rule | None, items: list[ReviewItem] | None = None) -> list[tuple[str, str]]:
+    """What a review section says about its rule: what to use instead, and the short fix
+    safety only where an automatic fix is in question (for assisted and manual items it
+    would introduce them with "Unsafe: ..."; the long form stays one click away)."""
     if rule is None:
         return []
+    auto = items is None or any(i.status.startswith("auto") for i in items)
     return [
         (label, text)
-        for label, text in (("Use instead", rule.use_instead), ("Fix safety", rule.fix_safety))
+        for label, text in (
+            ("Use instead", rule.use_instead),
+            ("Fix safety", rule.fix_safety if auto else ""),
+        )
         if text
     ]
+
+
+def _long_form(rule: Rule | None, items: list[ReviewItem]) -> str:
+    """The HTML plan's collapsed part: the fix safety when it is not shown, and the details."""
+    if rule is None:
+        return ""
+    parts = []
+    if not any(i.status.startswith("auto") for i in items) and rule.fix_safety:
+        parts.append(rule.fix_safety)
+    parts += [p for p in rule.details.split("\n") if p.strip()]
+    if not parts:
+        return ""
+    body = "".join(f"<p>{_inline(p)}</p>" for p in parts)
+    return (
+        f"<details class=more><summary>Fix safety and details "
+        f"(<code>migrate explain {html.escape(rule.code)}</code>)</summary>{body}</details>"
+    )
 
 
 # --------------------------------------------------------------------------- markdown
@@ -288,10 +318,9 @@ def render_markdown(plan: Plan) -> str:
         "",
         f"- Files scanned: {plan.files_scanned}",
         f"- Findings: {n} in {_count(files, 'file')}",
-        f"- Fixed automatically by `migrate apply`: {plan.applied_total} "
-        f"in {_count(len(plan.changes), 'file')}",
+        f"- Fixed automatically by `migrate apply`: {plan.fixed_total}",
         f"- Left for a person (assisted, manual, auto not applied): {plan.review_total}",
-        f"- CUDA 12.8 findings (MIG3xx): {len(plan.cuda)}",
+        f"- CUDA 12.8 findings (MIG3xx, fixed or not): {len(plan.cuda)}",
         f"- Rough effort: {hours(plan.effort_minutes)}",
         "",
     ]
@@ -332,7 +361,7 @@ def render_markdown(plan: Plan) -> str:
         rule = plan.rules.get(code)
         title = rule.title if rule else ""
         out += [f"### {code} {_rule_name(plan, code)} ({len(items)})", "", title, ""]
-        for label, text in _guidance(rule):
+        for label, text in _guidance(rule, items):
             out += [f"**{label}.** {' '.join(text.split())}", ""]
         for item in items:
             note = "; apply leaves a TODO" if item.todo else ""
@@ -485,6 +514,9 @@ details { background:var(--card); border:1px solid var(--line); border-radius:8p
   margin:8px 0; padding:10px 16px; }
 summary { cursor:pointer; }
 details p { margin:8px 0; }
+details.more { border:none; background:none; margin:4px 0; padding:0; }
+details.more summary { color:var(--accent); font-size:13px; }
+p.sum { margin:8px 2px 0; }
 ul.items { margin:8px 0 4px; padding-left:20px; }
 .muted { color:var(--muted); }
 """
@@ -550,14 +582,19 @@ def _tests_html(doc: dict) -> str:
 def render_html(plan: Plan) -> str:
     e = html.escape
     n = len(plan.findings)
+    # The three cards after the findings split them: each finding is in exactly one.
+    parts = [
+        (plan.fixed_total, "fixed by migrate apply"),
+        (plan.review_total, "for a person"),
+        (len(plan.cuda), "CUDA 12.8 (MIG3xx), fixed or not"),
+    ]
     cards = [
         (plan.files_scanned, "file scanned" if plan.files_scanned == 1 else "files scanned"),
         (n, "finding" if n == 1 else "findings"),
-        (plan.applied_total, "fixed by migrate apply"),
-        (plan.review_total, "for a person"),
-        (len(plan.cuda), "CUDA 12.8 finding" if len(plan.cuda) == 1 else "CUDA 12.8 findings"),
+        *parts,
         (hours(plan.effort_minutes), "rough effort"),
     ]
+    equation = f"{_count(n, 'finding')} = " + " + ".join(f"{v} {k}" for v, k in parts)
     rule_colors = [FIX_COLORS[_found_kinds(plan, code)[0]] for code, _ in plan.by_rule]
     rule_rows = [(f"{code} {_rule_name(plan, code)}", k) for code, k in plan.by_rule]
     legend = "".join(
@@ -570,6 +607,7 @@ def render_html(plan: Plan) -> str:
             for v, k in cards
         ),
         "</section>",
+        f'<p class="muted sum">{e(equation)}</p>',
         '<h2>Findings</h2><section class="charts">',
         f'<div class="panel"><h3>Per rule</h3><p class="legend">{legend}</p>'
         f"{bar_chart(rule_rows, 'Findings per rule', rule_colors)}</div>",
@@ -628,8 +666,8 @@ def render_html(plan: Plan) -> str:
     for code, items in plan.review.items():
         rule = plan.rules.get(code)
         guidance = "".join(
-            f"<p><b>{label}.</b> {_inline(text)}</p>" for label, text in _guidance(rule)
-        )
+            f"<p><b>{label}.</b> {_inline(text)}</p>" for label, text in _guidance(rule, items)
+        ) + _long_form(rule, items)
         lis = "".join(
             f"<li><code>{e(_where(i.finding))}</code> {_pill(i.status)}"
             f"{' <span class=muted>(apply leaves a TODO)</span>' if i.todo else ''} "

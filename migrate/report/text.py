@@ -8,6 +8,7 @@ from itertools import groupby
 
 from migrate.findings import FixKind, ScanResult
 from migrate.registry import all_rules
+from migrate.report.causes import cause_line, shared_causes
 
 FIX_STYLE = {FixKind.AUTO: "green", FixKind.ASSISTED: "yellow", FixKind.MANUAL: "magenta"}
 
@@ -40,6 +41,7 @@ def rich_text(lines: list[Line], color: bool) -> str:
         no_color=not color,
         width=10_000,
         highlight=False,
+        emoji=False,  # `file.py:100:5` is a location, not the :100: emoji
         soft_wrap=True,
     )
     for line in lines:
@@ -54,7 +56,9 @@ def report_lines(result: ScanResult, rules: dict) -> list[Line]:
     lines: list[Line] = []
     for path, group in groupby(result.findings, key=lambda f: f.path):
         lines.append([(path, "bold underline")])
-        for f in group:
+        found = list(group)
+        heads, causes = shared_causes([f.message for f in found])
+        for i, (f, head) in enumerate(zip(found, heads, strict=True)):
             kind = f"{f.fix.value}, {f.applicability}" if f.autofix else f.fix.value
             lines.append(
                 [
@@ -64,9 +68,12 @@ def report_lines(result: ScanResult, rules: dict) -> list[Line]:
                     (f.rule, "bold red"),
                     (" ", None),
                     (f"[{kind}]", FIX_STYLE[f.fix]),
-                    (f" {f.message}", None),
+                    (f" {head}", None),
                 ]
             )
+            if i in causes:  # a reason several findings share: once, under the last of them
+                where = [f"{g.line}:{g.column}" for g in found]
+                lines.append([("    ", None), (cause_line(causes[i], where), "dim")])
         lines.append([])
     lines += summary_lines(result, rules)
     if result.errors:

@@ -128,7 +128,7 @@ def _batch_usage(
     if manifest is not None and target is not None:
         raise _fail(VerifyError("usage", "give a folder or --manifest FILE, not both"))
     if target is None and manifest is None:
-        raise _fail(VerifyError("usage", "give an archive, a folder of archives or --manifest"))
+        raise _fail(VerifyError("usage", f"give {_FORMS}"))
     if not is_batch:
         used = [
             flag
@@ -148,6 +148,59 @@ def _batch_usage(
     if rerun not in (None, "failed", "all"):
         raise _fail(VerifyError("usage", f"--rerun must be failed or all, not {rerun!r}"))
     return is_batch
+
+
+# --- Checks that need no torch: a usage error answers before the heavy imports (issue 30).
+_FORMS = (
+    "a TorchScript archive (.pt), a folder of archives, --manifest FILE or package.module:callable"
+)
+
+
+def _looks_callable(spec: str) -> bool:
+    """`package.module:callable` as migrate.verify.load reads it (that module imports torch)."""
+    mod, sep, attr = spec.rpartition(":")
+    return bool(sep and mod and attr) and all(
+        p.isidentifier() for p in (*mod.split("."), *attr.split("."))
+    )
+
+
+def _target_problem(
+    target: str | None, manifest: Path | None, callables: bool
+) -> VerifyError | None:
+    """What is wrong with the named archive, callable or manifest, found without torch."""
+    import zipfile
+
+    if manifest is not None and not manifest.is_file():
+        why = "is a directory" if manifest.is_dir() else "no such file"
+        return VerifyError("usage", f"--manifest {manifest}: {why}")
+    if target is None or os.path.isdir(target):
+        return None
+    if not os.path.exists(target):
+        if callables and _looks_callable(target):
+            # The top-level package can be found (finding it runs none of its code).
+            top = target.rpartition(":")[0].split(".")[0]
+            if os.getcwd() not in sys.path:  # as import_callable does
+                sys.path.insert(0, os.getcwd())
+            if importlib.util.find_spec(top) is None:
+                return VerifyError("load", f"cannot import {target}: no module named {top!r}")
+            return None  # imported later, with torch
+        forms = (
+            _FORMS
+            if callables
+            else "a TorchScript archive (.pt), a folder of archives or --manifest FILE"
+        )
+        return VerifyError("load", f"no such file: {target} (give {forms})")
+    if not zipfile.is_zipfile(target):
+        return VerifyError("load", f"{target} is not a TorchScript archive (not a zip archive)")
+    return None
+
+
+def _check_target(target: str | None, manifest: Path | None, callables: bool, debug: bool) -> None:
+    problem = _target_problem(target, manifest, callables)
+    if problem is not None:
+        if debug:
+            raise problem
+        raise _fail(problem)
 
 
 def _run_batch(
@@ -217,7 +270,8 @@ def verify(
         str | None,
         typer.Argument(
             help="A TorchScript archive (.pt from torch.jit.save), package.module:callable "
-            "returning an nn.Module or (module, example_inputs), or a folder of archives.",
+            "returning an nn.Module or (module, example_inputs), or a folder of archives "
+            "(or --manifest FILE instead).",
             show_default=False,
         ),
     ] = None,
@@ -345,13 +399,14 @@ def verify(
         raise _fail(VerifyError("usage", f"--bench-runs must be at least 1, not {bench_runs}"))
     ray = ray or ray_address is not None
     is_batch = _batch_usage(target, manifest, jobs, timeout, rerun, ray, results)
+    _require_extra()  # finds the packages without importing them
+    _check_target(target, manifest, callables=True, debug=debug)
     settings, config_path, from_config = _settings(
         target or str(manifest),
         {"device": device, "samples": samples, "seed": seed, "rtol": rtol, "atol": atol},
         config_file,
         isolated,
     )
-    _require_extra()
     if is_batch:
         extra = [
             flag
@@ -439,7 +494,8 @@ def convert(
     model: Annotated[
         str | None,
         typer.Argument(
-            help="A TorchScript archive (.pt from torch.jit.save) or a folder of archives.",
+            help="A TorchScript archive (.pt from torch.jit.save) or a folder of archives "
+            "(or --manifest FILE instead).",
             show_default=False,
         ),
     ] = None,
@@ -479,7 +535,14 @@ def convert(
         raise _fail(VerifyError("usage", f"--format must be text or json, not {fmt!r}"))
     ray = ray or ray_address is not None
     is_batch = _batch_usage(model, manifest, jobs, timeout, rerun, ray, results)
-    _require_extra()
+    _require_extra()  # finds the packages without importing them
+    _check_target(model, manifest, callables=False, debug=debug)
+    if not is_batch and inputs is None and not input_shape:
+        raise _fail(
+            VerifyError(
+                "usage", "convert needs example inputs: --inputs FILE or --input-shape SPEC"
+            )
+        )
     if is_batch:
         _run_batch(
             "convert", model, manifest, out, results,

@@ -129,12 +129,14 @@ class Report:
 
     @property
     def exit_code(self) -> int:
-        if self.errors or any(c.status == "error" for c in self.cells):
-            return 2
+        # A mismatch found is the verdict (1) even when another candidate could not be
+        # built or run (a lowering that refused the differing program): that is a note.
         if any(c.status == "fail" for c in self.cells):
             return 1
         if self.branches is not None and self.branches.status == "fail":
             return 1
+        if self.errors or any(c.status == "error" for c in self.cells):
+            return 2
         if self.branches is not None and self.branches.status == "error":
             return 2
         return 0

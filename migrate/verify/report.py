@@ -28,8 +28,25 @@ def _lat(x: float | None) -> str:
     return f"{x:.4f}" if x < 0.1 else f"{x:.3f}"
 
 
+def tolerance(cell: Any) -> tuple[float | None, float | None]:
+    """The (rtol, atol) a cell was judged by: its worst leaf's (tolerances are per dtype and
+    backend unless --rtol/--atol set them), else its first floating leaf's."""
+    leaves = cell.leaves
+    worst = (cell.worst or {}).get("leaf")
+    leaf = next((x for x in leaves if x.leaf == worst), None)
+    leaf = leaf or next((x for x in leaves if x.rtol or x.atol), None)
+    return (leaf.rtol, leaf.atol) if leaf is not None else (None, None)
+
+
 def render_json(report: Report) -> str:
-    return json.dumps(report.to_json(), indent=2)
+    doc = report.to_json()
+    for result, cell in zip(doc["results"], report.cells, strict=True):
+        result["rtol"], result["atol"] = tolerance(cell)
+    return json.dumps(doc, indent=2)
+
+
+def _tol(x: float | None) -> str:
+    return "-" if x is None else _num(x)
 
 
 def render_text(report: Report, console: Console) -> None:
@@ -40,7 +57,7 @@ def render_text(report: Report, console: Console) -> None:
         highlight=False,
     )
     table = Table(show_lines=False)
-    for col in ("device", "candidate", "result", "max abs", "max rel", "worst"):
+    for col in ("device", "candidate", "result", "max abs", "max rel", "rtol", "atol", "worst"):
         table.add_column(col, no_wrap=col not in ("worst",))
     styles = {"pass": "green", "fail": "bold red", "error": "bold yellow"}
     for c in report.cells:
@@ -61,6 +78,7 @@ def render_text(report: Report, console: Console) -> None:
             f"[{styles[c.status]}]{c.status.upper()}[/]",
             "-" if c.status == "error" else _num(c.max_abs),
             "-" if c.status == "error" else _num(c.max_rel),
+            *(_tol(x) for x in tolerance(c)),
             worst,
         ]
         table.add_row(*row)
@@ -101,6 +119,14 @@ def render_text(report: Report, console: Console) -> None:
                     console.print(f"  {d['note']}", highlight=False)
         for note in c.notes:
             console.print(f"note: {c.candidate}: {note}", highlight=False)
+    if report.verdict == "mismatch":
+        for c in report.cells:
+            if c.status == "error" and c.error:
+                console.print(
+                    f"note: {c.candidate} on {c.device} not checked: {c.error['stage']}: "
+                    f"{c.error['message']}",
+                    highlight=False,
+                )
     if report.branches is not None:
         render_branches(report.branches, console)
     if report.settings.get("from_config"):
