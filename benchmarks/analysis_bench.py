@@ -26,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from migrate.analysis import SourceFile, build_facts  # noqa: E402
-from migrate.discover import module_name  # noqa: E402
+from migrate.scan.discover import module_name  # noqa: E402
 
 
 def _best(repeat: int, run) -> float:

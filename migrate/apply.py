@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from migrate.engine import Scanner, ScanOptions
 from migrate.findings import FileError, Finding, ScanResult
 from migrate.fixer import (
     WITH_UNSAFE,
@@ -27,6 +26,7 @@ from migrate.fixer import (
     write_atomic,
 )
 from migrate.fixplan import finding_key, plan_fixes
+from migrate.scan.engine import Scanner, ScanOptions
 
 
 @dataclass

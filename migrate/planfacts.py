@@ -12,7 +12,7 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple, Protocol
 
-from migrate.discover import decode_source
+from migrate.scan.discover import decode_source
 
 
 class _Job(Protocol):

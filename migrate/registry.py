@@ -71,7 +71,7 @@ def rule_files() -> dict[str, dict]:
     key = hashlib.blake2b(digest_size=16)
     for path, text in zip(paths, texts, strict=True):
         key.update(path.name.encode() + b"\0" + text + b"\0")
-    from migrate.cache import cache_home
+    from migrate.scan.cache import cache_home
 
     kept = cache_home() / f"rules-{key.hexdigest()}.json"
     try:

@@ -23,7 +23,7 @@ def error_verdict(exc: BaseException, debug: bool) -> tuple[int, str] | None:
     """How a command ends on an exception: (exit code, its one line for stderr), or None to
     let it propagate (a traceback with --debug)."""
     from migrate.config import ConfigError
-    from migrate.discover import UsageError
+    from migrate.scan.discover import UsageError
 
     if isinstance(exc, Terminated):
         return 143, "terminated"
@@ -94,8 +94,8 @@ def build_options(
     paths, select, ignore, exclude, cuda, jobs, config_file, isolated, no_cache=False
 ):
     from migrate.config import CUDA_TARGETS, resolve_config
-    from migrate.engine import ScanOptions
     from migrate.registry import unknown_codes
+    from migrate.scan.engine import ScanOptions
 
     if jobs is not None and jobs < 0:
         raise ValueError(f"--jobs must be 0 (one per CPU) or more, not {jobs}")
@@ -144,8 +144,8 @@ def run_scan(
     debug: bool = False,
 ) -> int:
     """`migrate scan`: write the report, answer the exit code."""
-    from migrate.engine import Scanner
     from migrate.report import FORMATS
+    from migrate.scan.engine import Scanner
 
     try:
         options, config = build_options(

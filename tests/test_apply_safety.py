@@ -75,7 +75,7 @@ def test_output_that_would_not_parse_is_never_produced():
 
 def test_fix_that_breaks_syntax_is_skipped_by_apply(tmp_path, monkeypatch):
     from migrate import apply as apply_mod
-    from migrate.engine import ScanOptions
+    from migrate.scan.engine import ScanOptions
 
     path = tmp_path / "m.py"
     path.write_text(SCRIPTED)

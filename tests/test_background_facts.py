@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-import migrate.engine as engine
+import migrate.scan.engine as engine
 from migrate import planfacts
-from migrate.engine import Scanner, ScanOptions
 from migrate.planfacts import BackgroundFacts, build_scan_facts
+from migrate.scan.engine import Scanner, ScanOptions
 
 ROOT = Path(__file__).resolve().parent.parent
 REPOS = ROOT / "fixtures" / "repos"

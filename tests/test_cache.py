@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from migrate.engine import Scanner, ScanOptions
+from migrate.scan.engine import Scanner, ScanOptions
 
 
 @pytest.fixture

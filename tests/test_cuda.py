@@ -7,9 +7,9 @@ from pathlib import Path, PurePosixPath
 import pytest
 
 from migrate.checks._cuda import NOTE, file_kind, new_version
-from migrate.engine import check_source
 from migrate.findings import FixKind
 from migrate.registry import all_rules, check_classes
+from migrate.scan.engine import check_source
 from tests.fixture_cases import RULE_FIXTURES, all_cases, read
 
 CODES = sorted(c for c in all_rules() if c.startswith("MIG3"))

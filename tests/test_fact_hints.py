@@ -14,7 +14,7 @@ import pytest
 from migrate.analysis import SourceFile, build_facts, load_tree
 from migrate.analysis.artifacts import may_hold_site
 from migrate.analysis.values import may_capture
-from migrate.pyscope import ScopeTable
+from migrate.scan.pyscope import ScopeTable
 
 ROOT = Path(__file__).resolve().parent.parent
 REPOS = sorted(

@@ -9,7 +9,7 @@ import ast
 import gc
 from pathlib import Path
 
-from migrate.engine import Scanner, ScanOptions
+from migrate.scan.engine import Scanner, ScanOptions
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -18,7 +18,7 @@ PROBE = textwrap.dedent(
     import migrate.cli
     after_import = sorted(m for m in sys.modules if m.split(".")[0] in ("torch", "executorch"))
 
-    from migrate.engine import ScanOptions, Scanner
+    from migrate.scan.engine import ScanOptions, Scanner
     result = Scanner(ScanOptions(cache=False, jobs=1)).scan([sys.argv[1]])
     run = CliRunner().invoke(migrate.cli.app, ["scan", sys.argv[1], "-f", "sarif", "--no-cache"])
     after_scan = sorted(m for m in sys.modules if m.split(".")[0] in ("torch", "executorch"))

@@ -8,8 +8,8 @@ import textwrap
 
 import pytest
 
-from migrate.engine import CheckSet, Scanner, ScanOptions, check_source
 from migrate.registry import all_rules
+from migrate.scan.engine import CheckSet, Scanner, ScanOptions, check_source
 from tests.scan_support import write_tree
 
 MODEL = """\

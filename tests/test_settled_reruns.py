@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from migrate.engine import Scanner, ScanOptions
+from migrate.scan.engine import Scanner, ScanOptions
 
 ROOT = Path(__file__).resolve().parent.parent
 

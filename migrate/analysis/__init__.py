@@ -193,7 +193,7 @@ class RepoFacts:
 def build_facts(files: Iterable[SourceFile] | str | os.PathLike[str]) -> RepoFacts:
     """Facts over parsed files (or over every Python file under a folder)."""
     # Imported here: the engine may come to import this package.
-    from migrate.engine import DEEP_RECURSION, _recursion_limit
+    from migrate.scan.engine import DEEP_RECURSION, _recursion_limit
 
     if isinstance(files, (str, os.PathLike)):
         files = load_tree(files)
@@ -205,7 +205,7 @@ def load_tree(root: str | os.PathLike[str]) -> list[SourceFile]:
     """Every parseable .py file under `root`, displayed relative to it ("pkg/paths.py").
     Hidden folders, caches and virtual environments are skipped; so are files that cannot
     be read or parsed (the engine reports those)."""
-    from migrate.discover import module_name
+    from migrate.scan.discover import module_name
 
     base = Path(root)
     out = []

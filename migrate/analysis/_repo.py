@@ -11,11 +11,11 @@ import functools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from migrate.astwalk import children, walk_lines
 from migrate.checks._flow import reaching_value
 from migrate.checks.base import LineIndex, PythonContext
-from migrate.pyscope import Scope, ScopeTable
-from migrate.textsearch import WholeWords
+from migrate.scan.astwalk import children, walk_lines
+from migrate.scan.pyscope import Scope, ScopeTable
+from migrate.scan.textsearch import WholeWords
 
 
 @dataclass(frozen=True)

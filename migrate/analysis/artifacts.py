@@ -36,8 +36,8 @@ from migrate.analysis._repo import (
     self_name,
     unwrap_call,
 )
-from migrate.pyscope import Scope, ScopeTable
-from migrate.textsearch import WholeWords
+from migrate.scan.pyscope import Scope, ScopeTable
+from migrate.scan.textsearch import WholeWords
 
 SAVE = "torch.jit.save"
 LOADS = {

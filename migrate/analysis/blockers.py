@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from migrate.analysis._repo import FileIndex, Repo, Span, self_name, terminal_names, unwrap_call
 from migrate.analysis.values import CAPTURES, MAKER_WORDS
-from migrate.pyscope import Scope
+from migrate.scan.pyscope import Scope
 
 _CAPTURE_NAMES = terminal_names(CAPTURES)
 DECORATORS = frozenset({"torch.jit.ignore", "torch.jit.unused"})

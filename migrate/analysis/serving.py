@@ -130,7 +130,7 @@ def _source_use(folder: str) -> tuple[str, int] | None:
     """The first TorchScript runtime use among the C-family sources under `folder`, read
     from disk (a scan that did not select MIG401/MIG403 has no findings to look at)."""
     from migrate.checks import _native
-    from migrate.discover import SKIP_DIRS, decode_source
+    from migrate.scan.discover import SKIP_DIRS, decode_source
 
     suffixes = _native.C_SUFFIXES + _native.OBJC_SUFFIXES
     known = _native.unqualified_names()

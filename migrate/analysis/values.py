@@ -34,8 +34,8 @@ from migrate.analysis._repo import (
     self_name,
     terminal_names,
 )
-from migrate.pyscope import ScopeTable, resolve_relative
-from migrate.textsearch import WholeWords
+from migrate.scan.pyscope import ScopeTable, resolve_relative
+from migrate.scan.textsearch import WholeWords
 
 CAPTURES = frozenset({"torch.jit.script", "torch.jit.trace", "torch.jit.trace_module"})
 TRACES = frozenset({"torch.jit.trace", "torch.jit.trace_module"})

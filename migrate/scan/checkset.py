@@ -10,7 +10,7 @@ from pathlib import PurePosixPath
 
 from migrate.checks.base import PythonCheck, TextCheck
 from migrate.registry import all_rules, check_classes
-from migrate.textsearch import WordSearch
+from migrate.scan.textsearch import WordSearch
 
 # Every TorchScript API spelling contains one of these; files without them are not parsed.
 TORCHSCRIPT_WORDS = (

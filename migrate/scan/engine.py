@@ -22,15 +22,18 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
-from migrate.cache import ResultCache, default_cache_folder, digest
 from migrate.checks.base import (
     FileContext,
     PythonContext,
     TextCheck,
     is_suppressed,
 )
-from migrate.checkset import TORCHSCRIPT_WORDS, CheckSet  # noqa: F401 (also imported from here)
-from migrate.discover import (
+from migrate.findings import FileError, Finding, ScanResult
+from migrate.planfacts import BackgroundFacts, build_scan_facts
+from migrate.registry import Rule, all_rules, select_codes
+from migrate.scan.cache import ResultCache, default_cache_folder, digest
+from migrate.scan.checkset import TORCHSCRIPT_WORDS, CheckSet  # noqa: F401 (also imported from here)
+from migrate.scan.discover import (
     SourceFile,
     decode_source,
     discover,
@@ -39,11 +42,8 @@ from migrate.discover import (
     module_name,
     read_source,
 )
-from migrate.findings import FileError, Finding, ScanResult
-from migrate.planfacts import BackgroundFacts, build_scan_facts
-from migrate.pyscope import ScopeTable
-from migrate.registry import Rule, all_rules, select_codes
-from migrate.walker import Walker
+from migrate.scan.pyscope import ScopeTable
+from migrate.scan.walker import Walker
 
 # Searched in "\n" + text: a literal first character lets the regex engine skip ahead.
 # A line that starts an import, matched from the line's start (import_words).

@@ -136,8 +136,8 @@ def _rules_fingerprint() -> str:
         h.update(path.name.encode())
         h.update(path.read_bytes())
     # The code that produces results is part of the key (an editable install changes).
-    package = Path(__file__).parent
-    for path in sorted([*package.glob("*.py"), *package.glob("checks/*.py")]):
+    package = Path(__file__).parent.parent
+    for path in sorted([*package.glob("*.py"), *package.glob("*/*.py")]):
         st = path.stat()
         h.update(f"{path.name}:{st.st_size}:{st.st_mtime_ns}".encode())
     return h.hexdigest()
