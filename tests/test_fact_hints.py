@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from migrate.analysis import SourceFile, build_facts, load_tree
-from migrate.analysis.artifacts import may_hold_site
-from migrate.analysis.values import may_capture
+from migrate.facts import SourceFile, build_facts, load_tree
+from migrate.facts.artifacts import may_hold_site
+from migrate.facts.values import may_capture
 from migrate.scan.pyscope import ScopeTable
 
 ROOT = Path(__file__).resolve().parent.parent

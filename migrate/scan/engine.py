@@ -28,8 +28,8 @@ from migrate.checks.base import (
     TextCheck,
     is_suppressed,
 )
+from migrate.facts.planfacts import BackgroundFacts, build_scan_facts
 from migrate.findings import FileError, Finding, ScanResult
-from migrate.planfacts import BackgroundFacts, build_scan_facts
 from migrate.registry import Rule, all_rules, select_codes
 from migrate.scan.cache import ResultCache, default_cache_folder, digest
 from migrate.scan.checkset import TORCHSCRIPT_WORDS, CheckSet  # noqa: F401 (also imported from here)
@@ -150,8 +150,8 @@ def analyze_python(
             if hints:
                 # Imported here: the planner's analysis package is a tenth of a one-file
                 # scan's start-up, and most files of a scan are never parsed.
-                from migrate.analysis.artifacts import may_hold_site
-                from migrate.analysis.values import may_capture
+                from migrate.facts.artifacts import may_hold_site
+                from migrate.facts.values import may_capture
 
                 result.no_makers = not may_capture(text, tree, table)
                 result.no_sites = not may_hold_site(text, tree, table)
@@ -611,7 +611,7 @@ class Scanner:
         if any(f.rule.startswith("MIG4") for f in out.findings):
             # Serving code outside Python linked to the Python writers of its archives (the
             # planner then keeps those writers: the native loader cannot read a .pt2).
-            from migrate.analysis.serving import link_serving
+            from migrate.facts.serving import link_serving
 
             out.findings = link_serving(out.findings, lambda: self.facts(force=True))
         out.findings = plan_fixes(out.findings, WITH_UNSAFE, self.codes, self.facts()).findings

@@ -24,7 +24,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from migrate.analysis._repo import (
+from migrate.facts._repo import (
     TORCHSCRIPT_MAKERS,
     TORCHSCRIPT_PASSES,
     FileIndex,

@@ -19,8 +19,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from migrate.analysis._repo import FileIndex, Repo, Span, self_name, terminal_names, unwrap_call
-from migrate.analysis.values import CAPTURES, MAKER_WORDS
+from migrate.facts._repo import FileIndex, Repo, Span, self_name, terminal_names, unwrap_call
+from migrate.facts.values import CAPTURES, MAKER_WORDS
 from migrate.scan.pyscope import Scope
 
 _CAPTURE_NAMES = terminal_names(CAPTURES)

@@ -28,7 +28,7 @@ import sys
 from collections.abc import Collection
 from dataclasses import dataclass, replace
 
-from migrate.analysis._repo import (
+from migrate.facts._repo import (
     FileIndex,
     Repo,
     Span,

@@ -32,7 +32,7 @@ class _Hints(Protocol):
 
 def build_scan_facts(jobs: Iterable[_Job], results: Mapping[str, _Hints]) -> object:
     """RepoFacts over the scan's Python files, with the hints of the files it parsed."""
-    from migrate.analysis import SourceFile, build_facts
+    from migrate.facts import SourceFile, build_facts
 
     sources = []
     for job in jobs:

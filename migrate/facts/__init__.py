@@ -1,4 +1,8 @@
-"""Repository-wide facts that decide whether a rewrite is safe (issue 10).
+"""Stage 2, facts: repository-wide facts that decide whether a rewrite is safe (issue 10).
+
+In: the repository's Python files (SourceFile: display path, module, text, the scan's hints;
+planfacts.py makes them from a scan's jobs and results). Out: a RepoFacts that the planner
+asks about archive writers and readers, capture uses, blockers and import reach.
 
 Pure analysis on the standard library's ast: no torch import, no file writes. Build once per
 run with `build_facts(files)` and ask the returned RepoFacts. Every position is a Span:
@@ -24,11 +28,11 @@ import os
 from collections.abc import Collection, Iterable
 from pathlib import Path
 
-from migrate.analysis._repo import Repo, SourceFile, Span
-from migrate.analysis.artifacts import Site, find_sites
-from migrate.analysis.blockers import Blocker, CapturedClass, Method, find_captured_classes
-from migrate.analysis.imports import import_statements
-from migrate.analysis.values import CaptureValue, ValueUse, find_captures
+from migrate.facts._repo import Repo, SourceFile, Span
+from migrate.facts.artifacts import Site, find_sites
+from migrate.facts.blockers import Blocker, CapturedClass, Method, find_captured_classes
+from migrate.facts.imports import import_statements
+from migrate.facts.values import CaptureValue, ValueUse, find_captures
 
 __all__ = [
     "Blocker",
