@@ -25,7 +25,7 @@ from migrate.fixer import (
     take_units,
     write_atomic,
 )
-from migrate.fixplan import finding_key, plan_fixes
+from migrate.plan.fixplan import finding_key, plan_fixes
 from migrate.scan.engine import Scanner, ScanOptions
 
 
@@ -249,7 +249,7 @@ def _keep_held(original: list[Finding], held: set) -> Callable[[list[Finding]], 
     Positions move as edits land, so a held finding is recognised by its rule, symbol and
     the text of its first line, which its own (unwritten) fix never changed.
     """
-    from migrate.fixplan import demote
+    from migrate.plan.fixplan import demote
 
     signatures = {
         (f.rule, f.symbol, f.message.split(";")[0]): f

@@ -595,7 +595,7 @@ class Scanner:
         out.sort()
         # Fixes whose safety depends on other files: held back as a whole repository.
         from migrate.fixer import WITH_UNSAFE
-        from migrate.fixplan import plan_fixes
+        from migrate.plan.fixplan import plan_fixes
 
         self._facts = None
         # Facts started during the repository pass: waited for here, before anything else
@@ -619,7 +619,7 @@ class Scanner:
 
     def _facts_while_workers_run(self, results: dict[str, FileResult]) -> None:
         """Start the planner's facts on a thread when phase 1's findings will need them."""
-        from migrate.fixplan import needs_facts
+        from migrate.plan.fixplan import needs_facts
 
         if needs_facts(f for r in results.values() for f in r.findings):
             self._background = BackgroundFacts(self.jobs.values(), results)
@@ -629,7 +629,7 @@ class Scanner:
         when a finding's fix depends on other files."""
         if getattr(self, "_facts", None) is not None:
             return self._facts
-        from migrate.fixplan import needs_facts
+        from migrate.plan.fixplan import needs_facts
 
         findings = getattr(self, "_last_findings", [])
         if not force and not needs_facts(findings):
