@@ -278,7 +278,7 @@ def apply(
     debug: DebugOpt = False,
 ) -> None:
     """Rewrite what can be rewritten; --dry-run shows the diff instead."""
-    from migrate.apply import copy_tree, out_targets, run_apply
+    from migrate.fix.apply import copy_tree, out_targets, run_apply
     from migrate.report.apply_text import render_apply
 
     with _errors(debug), _sigterm_as_interrupt():
@@ -328,7 +328,7 @@ def _test_gate(command, fmt, timeout, retries, select, targets, out):
     """apply --test: the gate run_apply calls with the fix units, or None."""
     if not command:
         return None
-    from migrate.testgate import FORMATS, SELECTS, Gate, TestSettings, repository_root
+    from migrate.fix.testgate import FORMATS, SELECTS, Gate, TestSettings, repository_root
 
     if out is not None:
         raise ValueError("--test cannot be combined with --out; run it on the tree itself")
@@ -348,7 +348,7 @@ def _test_gate(command, fmt, timeout, retries, select, targets, out):
 def _report_gate(report, json_path: Path | None) -> None:
     import json
 
-    from migrate.testgate import render_text
+    from migrate.fix.testgate import render_text
 
     sys.stdout.write(render_text(report))
     if json_path is not None:
@@ -451,7 +451,7 @@ def report(
         with progress_bar(True, "planning") as progress:
             plan = build_plan(path, options, progress)
         if test_report is not None:
-            from migrate.testgate import load_report
+            from migrate.fix.testgate import load_report
 
             if format != "html":
                 raise ValueError("--test-report is shown by --format html only")

@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from migrate.fixer import WITH_UNSAFE, fix_source, fixable
+from migrate.fix.fixer import WITH_UNSAFE, fix_source, fixable
 from migrate.scan.engine import check_source
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -6,8 +6,8 @@ import ast
 
 import pytest
 
-from migrate.fixer import fix_imports
-from migrate.tidy import configured_line_length, tidy
+from migrate.fix.fixer import fix_imports
+from migrate.fix.tidy import configured_line_length, tidy
 
 
 @pytest.mark.parametrize(

@@ -66,7 +66,7 @@ PlanningRule = Callable[[Context], dict[FindingKey, str]]
 
 
 def written_keys(findings: Iterable[Finding], allowed: Collection[Applicability]) -> set:
-    from migrate.fixer import fix_units
+    from migrate.fix.fixer import fix_units
 
     units, _ = fix_units(findings, allowed)
     return {finding_key(f) for u in units for f in u.findings}
@@ -117,7 +117,7 @@ def _auto(findings: list[Finding], key: FindingKey) -> bool:
 
 def _demote_broken_groups(plan: Plan, allowed: Collection[Applicability]) -> list[Finding]:
     """Members of a group that lost a member are held too, saying which member."""
-    from migrate.fixer import fix_units
+    from migrate.fix.fixer import fix_units
 
     _, held = fix_units(plan.findings, allowed)
     group_holds = {

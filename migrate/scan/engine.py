@@ -594,7 +594,7 @@ class Scanner:
             out.files_parsed += r.parsed
         out.sort()
         # Fixes whose safety depends on other files: held back as a whole repository.
-        from migrate.fixer import WITH_UNSAFE
+        from migrate.fix.fixer import WITH_UNSAFE
         from migrate.plan.fixplan import plan_fixes
 
         self._facts = None

@@ -25,7 +25,7 @@ def tidy(original: str, fixed: str, path: str) -> str:
     repair would not parse or changes nothing."""
     if fixed == original:
         return fixed
-    from migrate.fixer import newline_of
+    from migrate.fix.fixer import newline_of
 
     newline = newline_of(fixed)
     text = fixed.replace(newline, "\n") if newline != "\n" else fixed
@@ -82,7 +82,7 @@ def _annotation_strings(tree: ast.Module) -> list[ast.Constant]:
 
 def _import_bindings(tree: ast.Module) -> list[tuple[str, tuple[str, str | None, str | None]]]:
     """(bound name, removal key) of each module-level import alias."""
-    from migrate.fixer import _top_level_imports
+    from migrate.fix.fixer import _top_level_imports
 
     found = []
     for node in tree.body:
@@ -102,7 +102,7 @@ def _import_bindings(tree: ast.Module) -> list[tuple[str, tuple[str, str | None,
 def remove_unused_imports(original: str, fixed: str, init_file: bool = False) -> str:
     """Drop module-level imports the original used and the fixed text no longer uses.
     Imports the original already left unused, and re-exports (`__init__.py`), stay."""
-    from migrate.fixer import _removal_edits, apply_edits
+    from migrate.fix.fixer import _removal_edits, apply_edits
 
     if init_file:
         return fixed
@@ -126,7 +126,7 @@ def _place_written_imports(text: str, original_lines: set[str]) -> str:
     """A one-line import the rewrite wrote into the leading import block (where a try/if
     shim stood) moves where isort puts it: into the statement importing from its module, or
     into the group of its section."""
-    from migrate.fixer import _addition_edits, _leading_imports, apply_edits
+    from migrate.fix.fixer import _addition_edits, _leading_imports, apply_edits
 
     lines = text.split("\n")
     moved = []
@@ -232,7 +232,7 @@ def _collapse_blank_lines(original: str, text: str) -> str:
 
 def _leading_imports_end(text: str) -> int:
     """0-based index of the line after the module's leading import block (-1: none)."""
-    from migrate.fixer import _leading_imports
+    from migrate.fix.fixer import _leading_imports
 
     block = _leading_imports(ast.parse(text))
     return block[-1].end_lineno if block else -1  # type: ignore[return-value]

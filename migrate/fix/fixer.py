@@ -740,7 +740,7 @@ def fix_source(
         if replan is not None:
             findings = replan(findings)
     if path.endswith((".py", ".pyi")):
-        from migrate.tidy import tidy
+        from migrate.fix.tidy import tidy
 
         current = tidy(text, current, path)
     result.fixed = current

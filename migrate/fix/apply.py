@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from migrate.findings import FileError, Finding, ScanResult
-from migrate.fixer import (
+from migrate.fix.fixer import (
     WITH_UNSAFE,
     WRITABLE,
     Decoded,

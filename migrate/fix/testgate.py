@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from migrate import gitsafe
-from migrate.fixer import Decoded, apply_units, encode
+from migrate.fix.fixer import Decoded, apply_units, encode
 
 FORMATS = ("auto", "junit", "exit-code")
 SELECTS = ("all", "imports")
