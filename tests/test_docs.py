@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from migrate.docs import (
+from migrate.cli.docs import (
     TABLE_END,
     TABLE_START,
     generated_files,

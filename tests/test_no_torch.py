@@ -15,12 +15,12 @@ PROBE = textwrap.dedent(
     import json, sys
     from typer.testing import CliRunner
 
-    import migrate.cli
+    import migrate.cli.commands
     after_import = sorted(m for m in sys.modules if m.split(".")[0] in ("torch", "executorch"))
 
     from migrate.scan.engine import ScanOptions, Scanner
     result = Scanner(ScanOptions(cache=False, jobs=1)).scan([sys.argv[1]])
-    run = CliRunner().invoke(migrate.cli.app, ["scan", sys.argv[1], "-f", "sarif", "--no-cache"])
+    run = CliRunner().invoke(migrate.cli.commands.app, ["scan", sys.argv[1], "-f", "sarif", "--no-cache"])
     after_scan = sorted(m for m in sys.modules if m.split(".")[0] in ("torch", "executorch"))
     print(json.dumps({
         "after_import": after_import,

@@ -11,8 +11,9 @@ from typing import Annotated
 import typer
 from typer.core import TyperArgument, TyperGroup
 
-from migrate import __version__, entry
-from migrate.scan_command import (
+from migrate import __version__
+from migrate.cli import entry
+from migrate.cli.scan_command import (
     EXIT_CLEAN,
     EXIT_ERROR,
     EXIT_FINDINGS,
@@ -391,7 +392,7 @@ def list_rules(
 @app.command()
 def explain(code: Annotated[str, typer.Argument(help="A rule code (MIG101) or name.")]) -> None:
     """Print a rule's documentation."""
-    from migrate.docs import render_rule
+    from migrate.cli.docs import render_rule
     from migrate.registry import all_rules
 
     rules = all_rules()
@@ -486,7 +487,7 @@ def docs(
     ] = None,
 ) -> None:
     """Render docs/rules.md and the README rules table from rules/*.yaml."""
-    from migrate.docs import default_root, generated_files, write_docs
+    from migrate.cli.docs import default_root, generated_files, write_docs
 
     files = generated_files(root or default_root())
     stale = [f for f in files if f.stale]
@@ -519,7 +520,7 @@ def demo(
     ] = None,
 ) -> None:
     """Run scan, report, apply and verify on a copy of the bundled sample repository."""
-    from migrate.demo import run_demo
+    from migrate.cli.demo import run_demo
 
     raise typer.Exit(run_demo(workdir, verify=verify, echo=typer.echo, sample=sample))
 

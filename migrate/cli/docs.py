@@ -120,7 +120,7 @@ class DocFile:
 
 def default_root() -> Path:
     """The checkout that holds rules/ (docs are generated in a checkout, not in a wheel)."""
-    checkout = Path(__file__).resolve().parent.parent
+    checkout = Path(__file__).resolve().parents[2]
     if (checkout / "rules").is_dir() and (checkout / "pyproject.toml").is_file():
         return checkout
     return Path.cwd()

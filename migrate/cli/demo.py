@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-_PACKAGE_DIR = Path(__file__).resolve().parent
+_PACKAGE_DIR = Path(__file__).resolve().parent.parent
 
 # Top-level functions in the sample that `migrate verify` can call: they return the model
 # (or the model and its example inputs). A module-level `EXAMPLE_SHAPE = (2, 6)` in the sample
@@ -98,7 +98,7 @@ def find_verify_target(root: Path) -> str | None:
 
 def _verify_available() -> str | None:
     """None when `migrate verify` can run here; otherwise why not."""
-    from migrate.cli import app
+    from migrate.cli.commands import app
 
     names = {c.name or (c.callback.__name__ if c.callback else "") for c in app.registered_commands}
     if "verify" not in names:
@@ -119,7 +119,7 @@ def run_demo(
     sample: Path | None = None,
 ) -> int:
     """Run the story; returns 0 when every step behaved as designed, else 2."""
-    from migrate.cli import app
+    from migrate.cli.commands import app
 
     sample = sample or sample_dir()
     if sample is None or not sample.is_dir():

@@ -38,11 +38,11 @@ def plain_scan(argv: list[str]) -> tuple[list[str], dict[str, bool]] | None:
 def main() -> None:
     plain = plain_scan(sys.argv[1:])
     if plain is None:
-        from migrate import cli
+        from migrate.cli import commands as cli
 
         cli.app()
         return
-    from migrate.scan_command import run_scan
+    from migrate.cli.scan_command import run_scan
 
     paths, flags = plain
     sys.exit(run_scan(paths, **flags))
