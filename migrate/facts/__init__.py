@@ -196,8 +196,7 @@ class RepoFacts:
 
 def build_facts(files: Iterable[SourceFile] | str | os.PathLike[str]) -> RepoFacts:
     """Facts over parsed files (or over every Python file under a folder)."""
-    # Imported here: the engine may come to import this package.
-    from migrate.scan.engine import DEEP_RECURSION, _recursion_limit
+    from migrate.scan.astwalk import DEEP_RECURSION, _recursion_limit
 
     if isinstance(files, (str, os.PathLike)):
         files = load_tree(files)

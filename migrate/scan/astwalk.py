@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
 from bisect import bisect_left
 from collections import deque
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 # Fields that never hold a node (identifiers, numbers, flags) or hold only the shared
 # operator/context singletons.
@@ -148,3 +150,21 @@ def _on_lines(node: ast.AST, lines: list[int]) -> bool:
         start = min(start, decorator.lineno)
     i = bisect_left(lines, start)
     return i < len(lines) and lines[i] <= end
+
+
+# The walks recurse once or twice per nesting level; long operator chains (`a + b + ...`,
+# generated code) nest hundreds deep. Python 3.11+ frames do not use the C stack.
+DEEP_RECURSION = 20_000 if sys.version_info >= (3, 11) else 6_000
+
+
+@contextmanager
+def _recursion_limit(limit: int) -> Iterator[None]:
+    old = sys.getrecursionlimit()
+    if old >= limit:
+        yield
+        return
+    sys.setrecursionlimit(limit)
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(old)

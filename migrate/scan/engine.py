@@ -14,7 +14,6 @@ import gc
 import io
 import os
 import re
-import sys
 import tokenize
 import warnings
 from collections.abc import Callable, Iterable, Iterator
@@ -31,6 +30,7 @@ from migrate.checks.base import (
 from migrate.facts.planfacts import BackgroundFacts, build_scan_facts
 from migrate.findings import FileError, Finding, ScanResult
 from migrate.registry import Rule, all_rules, select_codes
+from migrate.scan.astwalk import DEEP_RECURSION, _recursion_limit
 from migrate.scan.cache import ResultCache, default_cache_folder, digest
 from migrate.scan.checkset import TORCHSCRIPT_WORDS, CheckSet  # noqa: F401 (also imported from here)
 from migrate.scan.discover import (
@@ -214,24 +214,6 @@ def _once(findings: list[Finding]) -> list[Finding]:
             seen.add(key)
             out.append(f)
     return out
-
-
-# The walks recurse once or twice per nesting level; long operator chains (`a + b + ...`,
-# generated code) nest hundreds deep. Python 3.11+ frames do not use the C stack.
-DEEP_RECURSION = 20_000 if sys.version_info >= (3, 11) else 6_000
-
-
-@contextmanager
-def _recursion_limit(limit: int) -> Iterator[None]:
-    old = sys.getrecursionlimit()
-    if old >= limit:
-        yield
-        return
-    sys.setrecursionlimit(limit)
-    try:
-        yield
-    finally:
-        sys.setrecursionlimit(old)
 
 
 def analyze_text_file(display: str, text: str, checks: list[TextCheck]) -> FileResult:
