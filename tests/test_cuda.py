@@ -6,9 +6,10 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
+from migrate.checks import check_classes
 from migrate.checks._cuda import NOTE, file_kind, new_version
 from migrate.findings import FixKind
-from migrate.registry import all_rules, check_classes
+from migrate.registry import all_rules
 from migrate.scan.engine import check_source
 from tests.fixture_cases import RULE_FIXTURES, all_cases, read
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from migrate import __version__
+from migrate.registry import cache_home
 
 
 def digest(data: bytes) -> bytes:
@@ -150,12 +151,3 @@ def default_cache_folder(paths: list[str]) -> Path:
     base = (first if first.is_dir() else first.parent).resolve()
     tag = hashlib.blake2b(str(base).encode(), digest_size=8).hexdigest()
     return cache_home() / f"{base.name or 'root'}-{tag}"
-
-
-def cache_home() -> Path:
-    """$MIGRATE_CACHE_DIR, else $XDG_CACHE_HOME/torchscript-migrate or ~/.cache/..."""
-    env = os.environ.get("MIGRATE_CACHE_DIR")
-    if env:
-        return Path(env)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "torchscript-migrate"

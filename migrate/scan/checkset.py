@@ -8,8 +8,9 @@ import re
 from collections.abc import Iterable
 from pathlib import PurePosixPath
 
+from migrate.checks import check_classes
 from migrate.checks.base import PythonCheck, TextCheck
-from migrate.registry import all_rules, check_classes
+from migrate.registry import all_rules
 from migrate.scan.textsearch import WordSearch
 
 # Every TorchScript API spelling contains one of these; files without them are not parsed.
