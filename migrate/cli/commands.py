@@ -528,7 +528,7 @@ def demo(
 def _register_verify() -> None:
     """verify/convert live in migrate.verify, which imports torch lazily inside the commands."""
     try:
-        from migrate.verify import commands as verify_commands
+        from migrate.cli import verify_commands
     except ImportError:  # pragma: no cover - the verify package is part of the wheel
         return
     for name in ("verify", "convert"):
