@@ -12,12 +12,11 @@ import typer
 from typer.core import TyperArgument, TyperGroup
 
 from migrate import __version__
-from migrate.cli import entry
 from migrate.cli.scan_command import (
     EXIT_CLEAN,
     EXIT_ERROR,
     EXIT_FINDINGS,
-    Terminated,
+    _sigterm_as_interrupt,
     build_options,
     error_verdict,
     os_reason,
@@ -122,24 +121,6 @@ NoCacheOpt = Annotated[
         "--no-cache", help="Do not read or write the result cache (~/.cache/torchscript-migrate)."
     ),
 ]
-
-
-@contextmanager
-def _sigterm_as_interrupt():
-    import signal
-
-    def _raise(signum, frame):
-        raise Terminated
-
-    try:
-        previous = signal.signal(signal.SIGTERM, _raise)
-    except ValueError:  # not the main thread (an embedding test runner): leave it alone
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 @contextmanager
@@ -522,7 +503,7 @@ def demo(
     """Run scan, report, apply and verify on a copy of the bundled sample repository."""
     from migrate.cli.demo import run_demo
 
-    raise typer.Exit(run_demo(workdir, verify=verify, echo=typer.echo, sample=sample))
+    raise typer.Exit(run_demo(app, workdir, verify=verify, echo=typer.echo, sample=sample))
 
 
 def _register_verify() -> None:
@@ -554,6 +535,3 @@ def _root(
 
 
 _register_verify()
-
-
-main = entry.main  # the console script's old name (pyproject names migrate.entry:main)

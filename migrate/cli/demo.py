@@ -96,10 +96,8 @@ def find_verify_target(root: Path) -> str | None:
     return None
 
 
-def _verify_available() -> str | None:
-    """None when `migrate verify` can run here; otherwise why not."""
-    from migrate.cli.commands import app
-
+def _verify_available(app) -> str | None:
+    """None when `migrate verify` can run here (a command of `app`); otherwise why not."""
     names = {c.name or (c.callback.__name__ if c.callback else "") for c in app.registered_commands}
     if "verify" not in names:
         return "`migrate verify` is not part of this build"
@@ -113,14 +111,14 @@ def _verify_available() -> str | None:
 
 
 def run_demo(
+    app,
     workdir: Path | None = None,
     verify: bool = True,
     echo: Callable[[str], None] = print,
     sample: Path | None = None,
 ) -> int:
-    """Run the story; returns 0 when every step behaved as designed, else 2."""
-    from migrate.cli.commands import app
-
+    """Run the story through `app` (the typer app, in this process); returns 0 when every step
+    behaved as designed, else 2."""
     sample = sample or sample_dir()
     if sample is None or not sample.is_dir():
         echo("error: the bundled sample repository is missing from this installation")
@@ -168,7 +166,7 @@ def run_demo(
                 echo(f"(exit {code}: unexpected)")
                 failed = True
         if verify:
-            failed |= not _verify_step(target, echo)
+            failed |= not _verify_step(app, target, echo)
     finally:
         os.chdir(previous)
     elapsed = time.perf_counter() - started
@@ -188,8 +186,8 @@ def _run_in_process(app, args: list[str]) -> int:
     return int(result or 0)
 
 
-def _verify_step(target: Path, echo: Callable[[str], None]) -> bool:
-    why_not = _verify_available()
+def _verify_step(app, target: Path, echo: Callable[[str], None]) -> bool:
+    why_not = _verify_available(app)
     factory = find_verify_target(target)
     if why_not is None and factory is None:
         why_not = f"no model factory ({', '.join(VERIFY_FACTORIES)}) in the sample"

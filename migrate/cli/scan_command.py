@@ -19,6 +19,24 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM, raised like Ctrl-C so that a file being written is cleaned up."""
 
 
+@contextmanager
+def _sigterm_as_interrupt():
+    import signal
+
+    def _raise(signum, frame):
+        raise Terminated
+
+    try:
+        previous = signal.signal(signal.SIGTERM, _raise)
+    except ValueError:  # not the main thread (an embedding test runner): leave it alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def error_verdict(exc: BaseException, debug: bool) -> tuple[int, str] | None:
     """How a command ends on an exception: (exit code, its one line for stderr), or None to
     let it propagate (a traceback with --debug)."""

@@ -167,7 +167,7 @@ def _run_batch(
     """A folder of archives or a manifest: one worker process per archive, results resumable."""
     import json
 
-    from migrate.cli.commands import _sigterm_as_interrupt
+    from migrate.cli.scan_command import _sigterm_as_interrupt
     from migrate.verify import batch
     from migrate.verify.ray_runner import INSTALL_RAY, ray_available
 
