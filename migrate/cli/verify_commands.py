@@ -169,7 +169,7 @@ def _run_batch(
 
     from migrate.cli.scan_command import _sigterm_as_interrupt
     from migrate.verify import batch
-    from migrate.verify.ray_runner import INSTALL_RAY, ray_available
+    from migrate.verify.ray_runner import INSTALL_RAY, ray_available, run_on_ray
 
     if ray and not ray_available():
         typer.echo(f"error: {INSTALL_RAY}", err=True)
@@ -192,8 +192,11 @@ def _run_batch(
                 # A local Ray instance gets -j CPUs when given (else all of them).
                 (jobs or 0) if ray else n,
                 rerun=rerun,
-                ray=ray,
-                ray_address=ray_address,
+                remote=(
+                    (lambda docs, n_jobs, done: run_on_ray(docs, ray_address, n_jobs, done))
+                    if ray
+                    else None
+                ),
                 on_start=progress.start,
                 on_result=progress.advance,
             )
