@@ -14,7 +14,7 @@ import pytest
 
 from migrate.checks.base import Edit
 from migrate.findings import Finding, Fix, FixKind
-from migrate.fix.fixer import fix_source
+from migrate.fix.tidy import fix_source
 from tests.test_apply_repo import digest, migrate
 
 # The body uses torch, so the import stays (an import the rewrite leaves unused is dropped).

@@ -90,7 +90,8 @@ def test_new_version():
 
 
 def _fix(text: str, path: str, cuda: str) -> str:
-    from migrate.fix.fixer import WITH_UNSAFE, fix_source
+    from migrate.fix.fixer import WITH_UNSAFE
+    from migrate.fix.tidy import fix_source
 
     return fix_source(path, text, lambda t: findings(t, path, cuda), allowed=WITH_UNSAFE).fixed
 

@@ -20,11 +20,11 @@ from migrate.fix.fixer import (
     decode,
     dirty_files,
     encode,
-    fix_source,
     fix_units,
     take_units,
     write_atomic,
 )
+from migrate.fix.tidy import fix_source
 from migrate.plan.fixplan import finding_key, plan_fixes
 from migrate.scan.engine import Scanner, ScanOptions
 

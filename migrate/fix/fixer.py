@@ -693,7 +693,7 @@ def validate(path: str, text: str) -> str | None:
     return None
 
 
-def fix_source(
+def fix_rounds(
     path: str,
     text: str,
     analyze: Callable[[str], list[Finding]],
@@ -703,7 +703,8 @@ def fix_source(
     findings: list[Finding] | None = None,
     replan: Callable[[list[Finding]], list[Finding]] | None = None,
 ) -> FileFix:
-    """Run analyze/fix rounds on one file's text until nothing writable is left.
+    """Run analyze/fix rounds on one file's text until nothing writable is left (tidy.fix_source
+    then repairs the layout: what `migrate apply` writes).
 
     `findings` are the first round's (the planned scan's); later rounds analyse the new text
     and pass it through `replan`, so that a fix the repository planner held back stays held.
@@ -739,10 +740,6 @@ def fix_source(
         findings = analyze(current)
         if replan is not None:
             findings = replan(findings)
-    if path.endswith((".py", ".pyi")):
-        from migrate.fix.tidy import tidy
-
-        current = tidy(text, current, path)
     result.fixed = current
     result.applied = applied
     result.remaining = findings

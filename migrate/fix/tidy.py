@@ -14,10 +14,28 @@ import functools
 import io
 import re
 import tokenize
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from migrate.findings import Finding
+    from migrate.fix.fixer import FileFix
 
 DEFAULT_LINE_LENGTH = 88  # ruff's and black's default
 _OPEN, _CLOSE = "([{", ")]}"
+
+
+def fix_source(
+    path: str, text: str, analyze: Callable[[str], list[Finding]], newline: str = "\n", **options
+) -> FileFix:
+    """One file's fixes (fixer.fix_rounds, same arguments), then its layout tidied."""
+    from migrate.fix.fixer import fix_rounds
+
+    result = fix_rounds(path, text, analyze, newline, **options)
+    if result.error is None and path.endswith((".py", ".pyi")):
+        result.fixed = tidy(text, result.fixed, path)
+    return result
 
 
 def tidy(original: str, fixed: str, path: str) -> str:
