@@ -16,6 +16,7 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 
 from migrate.findings import Applicability, Finding, FixKind
+from migrate.plan.units import fix_units
 
 FindingKey = tuple[str, str]  # (path, RULE@line:column)
 
@@ -66,8 +67,6 @@ PlanningRule = Callable[[Context], dict[FindingKey, str]]
 
 
 def written_keys(findings: Iterable[Finding], allowed: Collection[Applicability]) -> set:
-    from migrate.fix.fixer import fix_units
-
     units, _ = fix_units(findings, allowed)
     return {finding_key(f) for u in units for f in u.findings}
 
@@ -117,8 +116,6 @@ def _auto(findings: list[Finding], key: FindingKey) -> bool:
 
 def _demote_broken_groups(plan: Plan, allowed: Collection[Applicability]) -> list[Finding]:
     """Members of a group that lost a member are held too, saying which member."""
-    from migrate.fix.fixer import fix_units
-
     _, held = fix_units(plan.findings, allowed)
     group_holds = {
         finding_key(h.finding): h.reason
