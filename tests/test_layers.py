@@ -11,8 +11,9 @@ one. The order:
 - facts, then plan, then fix, then report;
 - migrate/cli/ (the command line and each command's orchestrator) may import everything.
 
-migrate/verify/ stands apart: it imports only the shared vocabulary and itself, and only the
-command line imports it.
+migrate/verify/ stands apart: it imports only the shared vocabulary, the scan stage (it reads
+a model's source as the checks do: MIG131's branch analysis) and itself, and only the command
+line imports it.
 """
 
 from __future__ import annotations
@@ -42,6 +43,17 @@ LAYERS = {
 }
 NAMES = {SHARED: "shared", SCAN: "scan", FACTS: "facts", PLAN: "plan", FIX: "fix"}
 NAMES.update({REPORT: "report", CLI: "cli", VERIFY: "verify"})
+
+# Backward imports still there, each to be removed (the test fails once one is gone, so that
+# it leaves this list too): the scanner still plans its own findings.
+KNOWN_BACKWARD = {
+    ("migrate.scan.engine", "migrate.facts.artifacts"),  # the planner's hints, per file
+    ("migrate.scan.engine", "migrate.facts.values"),
+    ("migrate.scan.engine", "migrate.facts.planfacts"),  # the facts thread
+    ("migrate.scan.engine", "migrate.facts.serving"),
+    ("migrate.scan.engine", "migrate.plan.fixplan"),  # the plan kept in the cache
+    ("migrate.scan.engine", "migrate.fix.fixer"),
+}
 
 
 def modules(root: Path) -> dict[str, tuple[Path, bool]]:
@@ -119,7 +131,7 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def problems(root: Path) -> list[str]:
+def problems(root: Path, known: set[tuple[str, str]] = frozenset()) -> list[str]:
     graph = imports(root)
     found = [f"import circle: {' -> '.join(group)}" for group in circles(graph)]
     for module in sorted(graph):
@@ -131,14 +143,17 @@ def problems(root: Path) -> list[str]:
             there = layer(target)
             if there is None:
                 continue  # reported as the module it is
-            if here == VERIFY or there == VERIFY:
-                allowed = there in (SHARED, VERIFY) if here == VERIFY else here == CLI
-            else:
-                allowed = there <= here
-            if not allowed:
+            if (module, target) in known:
+                continue
+            if here == VERIFY:
+                if there not in (SHARED, SCAN, VERIFY):
+                    found.append(f"{module} (verify) imports {target} ({NAMES[there]})")
+            elif there == VERIFY:
+                if here != CLI:
+                    found.append(f"{module} ({NAMES[here]}) imports {target}: only cli/ may")
+            elif there > here:
                 found.append(
-                    f"{module} ({NAMES[here]}) imports {target} ({NAMES[there]}): "
-                    "a later stage, or across verify's fence"
+                    f"{module} ({NAMES[here]}) imports {target}: {NAMES[there]} is a later stage"
                 )
     return found
 
@@ -146,7 +161,9 @@ def problems(root: Path) -> list[str]:
 def test_the_package_has_no_circle_and_no_backward_import():
     assert PACKAGE.is_dir()
     assert len(modules(PACKAGE)) > 100  # the real package, not an empty folder
-    assert problems(PACKAGE) == []
+    assert problems(PACKAGE, KNOWN_BACKWARD) == []
+    graph = imports(PACKAGE)
+    assert [edge for edge in sorted(KNOWN_BACKWARD) if edge[1] not in graph[edge[0]]] == []
 
 
 def _package(root: Path, files: dict[str, str]) -> Path:
@@ -181,8 +198,7 @@ def test_the_checker_fails_on_a_backward_import_inside_a_function(tmp_path):
     late = "def run():\n    from ..fix.fixer import apply_edits\n    return apply_edits\n"
     root = _package(tmp_path, {**CLEAN, "scan/walker.py": late})
     assert problems(root) == [
-        "migrate.scan.walker (scan) imports migrate.fix.fixer (fix): a later stage, or across "
-        "verify's fence"
+        "migrate.scan.walker (scan) imports migrate.fix.fixer: fix is a later stage"
     ]
 
 
@@ -191,14 +207,13 @@ def test_the_checker_fails_on_a_circle_and_on_crossing_into_verify(tmp_path):
         **CLEAN,
         "scan/engine.py": "from migrate.scan import walker\n",
         "scan/walker.py": "import migrate.verify.load\nfrom . import engine\n",
-        "verify/load.py": "from migrate.scan.engine import Scanner\n",
+        "facts/__init__.py": "",
+        "verify/load.py": "from migrate import facts\n",
     }
     assert problems(_package(tmp_path, files)) == [
-        "import circle: migrate.scan.engine -> migrate.scan.walker -> migrate.verify.load",
-        "migrate.scan.walker (scan) imports migrate.verify.load (verify): a later stage, or "
-        "across verify's fence",
-        "migrate.verify.load (verify) imports migrate.scan.engine (scan): a later stage, or "
-        "across verify's fence",
+        "import circle: migrate.scan.engine -> migrate.scan.walker",
+        "migrate.scan.walker (scan) imports migrate.verify.load: only cli/ may",
+        "migrate.verify.load (verify) imports migrate.facts (facts)",
     ]
 
 
