@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from migrate.fix.apply import run_apply
+from migrate.pipeline.apply import run_apply
 from migrate.scan.engine import ScanOptions
 
 # The body uses torch, so the import stays (an import the rewrite leaves unused is dropped).

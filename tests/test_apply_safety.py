@@ -74,7 +74,7 @@ def test_output_that_would_not_parse_is_never_produced():
 
 
 def test_fix_that_breaks_syntax_is_skipped_by_apply(tmp_path, monkeypatch):
-    from migrate.fix import apply as apply_mod
+    from migrate.pipeline import apply as apply_mod
     from migrate.scan.engine import ScanOptions
 
     path = tmp_path / "m.py"

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from migrate.fix.apply import run_apply
+from migrate.pipeline.apply import run_apply
 from migrate.scan.engine import ScanOptions
 from tests.scan_support import clean_env, run_cli
 

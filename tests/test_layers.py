@@ -8,8 +8,10 @@ one. The order:
 - shared vocabulary: findings, config, registry, gitsafe (and the package's __init__);
 - scan: migrate/scan/ and migrate/checks/ (the checks are what the scanner runs: a check sees
   one file, and the facts and the fixer reuse their helpers, as later stages may);
-- facts, then plan, then fix, then report;
-- migrate/cli/ (the command line and each command's orchestrator) may import everything.
+- facts, then plan, then fix;
+- migrate/pipeline/: each command's orchestrator, calling the stages in order;
+- report (the migration plan's report runs the apply pipeline as a dry run);
+- migrate/cli/ (the command line) may import everything.
 
 migrate/verify/ stands apart: it imports only the shared vocabulary, the scan stage (it reads
 a model's source as the checks do: MIG131's branch analysis) and itself, and only the command
@@ -23,7 +25,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "migrate"
 
-SHARED, SCAN, FACTS, PLAN, FIX, REPORT, CLI = range(7)
+SHARED, SCAN, FACTS, PLAN, FIX, PIPELINE, REPORT, CLI = range(8)
 VERIFY = -1  # apart from the pipeline
 LAYERS = {
     "": SHARED,  # the package's __init__ (its version)
@@ -36,13 +38,14 @@ LAYERS = {
     "facts": FACTS,
     "plan": PLAN,
     "fix": FIX,
+    "pipeline": PIPELINE,
     "report": REPORT,
     "cli": CLI,
     "__main__": CLI,
     "verify": VERIFY,
 }
 NAMES = {SHARED: "shared", SCAN: "scan", FACTS: "facts", PLAN: "plan", FIX: "fix"}
-NAMES.update({REPORT: "report", CLI: "cli", VERIFY: "verify"})
+NAMES.update({PIPELINE: "pipeline", REPORT: "report", CLI: "cli", VERIFY: "verify"})
 
 # Backward imports still there, each to be removed (the test fails once one is gone, so that
 # it leaves this list too): the scanner still plans its own findings.

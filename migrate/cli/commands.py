@@ -260,7 +260,7 @@ def apply(
     debug: DebugOpt = False,
 ) -> None:
     """Rewrite what can be rewritten; --dry-run shows the diff instead."""
-    from migrate.fix.apply import copy_tree, out_targets, run_apply
+    from migrate.pipeline.apply import copy_tree, out_targets, run_apply
     from migrate.report.apply_text import render_apply
 
     with _errors(debug), _sigterm_as_interrupt():

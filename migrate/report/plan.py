@@ -142,7 +142,7 @@ def serving_groups(plan: Plan) -> tuple[list[tuple[Finding, list]], list[str]]:
 
 def build_plan(root: str, options, progress: Callable[[int], None] | None = None) -> Plan:
     """Scan `root` and dry-run apply on it (nothing is written)."""
-    from migrate.fix.apply import run_apply
+    from migrate.pipeline.apply import run_apply
 
     # The plan shows every automatic fix, unsafe ones too (each marked as such).
     result = run_apply([root], options, dry_run=True, unsafe_fixes=True, progress=progress)
