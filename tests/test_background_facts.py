@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 import migrate.scan.engine as engine
-from migrate.facts import planfacts
-from migrate.facts.planfacts import BackgroundFacts, build_scan_facts
+from migrate.pipeline import planfacts
+from migrate.pipeline.planfacts import BackgroundFacts, build_scan_facts
 from migrate.scan.engine import Scanner, ScanOptions
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -52,7 +52,7 @@ NAMES.update({PIPELINE: "pipeline", REPORT: "report", CLI: "cli", VERIFY: "verif
 KNOWN_BACKWARD = {
     ("migrate.scan.engine", "migrate.facts.artifacts"),  # the planner's hints, per file
     ("migrate.scan.engine", "migrate.facts.values"),
-    ("migrate.scan.engine", "migrate.facts.planfacts"),  # the facts thread
+    ("migrate.scan.engine", "migrate.pipeline.planfacts"),  # the facts thread
     ("migrate.scan.engine", "migrate.facts.serving"),
     ("migrate.scan.engine", "migrate.plan.fixplan"),  # the plan kept in the cache
     ("migrate.scan.engine", "migrate.fix.fixer"),

@@ -1,8 +1,8 @@
 """Stage 2, facts: repository-wide facts that decide whether a rewrite is safe (issue 10).
 
 In: the repository's Python files (SourceFile: display path, module, text, the scan's hints;
-planfacts.py makes them from a scan's jobs and results). Out: a RepoFacts that the planner
-asks about archive writers and readers, capture uses, blockers and import reach.
+migrate.pipeline.planfacts makes them from a scan's jobs and results). Out: a RepoFacts that
+the planner asks about archive writers and readers, capture uses, blockers and import reach.
 
 Pure analysis on the standard library's ast: no torch import, no file writes. Build once per
 run with `build_facts(files)` and ask the returned RepoFacts. Every position is a Span:

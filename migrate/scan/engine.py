@@ -27,8 +27,8 @@ from migrate.checks.base import (
     TextCheck,
     is_suppressed,
 )
-from migrate.facts.planfacts import BackgroundFacts, build_scan_facts
 from migrate.findings import FileError, Finding, ScanResult
+from migrate.pipeline.planfacts import BackgroundFacts, build_scan_facts
 from migrate.registry import Rule, all_rules, select_codes
 from migrate.scan.astwalk import DEEP_RECURSION, _recursion_limit
 from migrate.scan.cache import ResultCache, default_cache_folder, digest
