@@ -367,7 +367,7 @@ def test_report_exits_2_when_a_file_cannot_be_read(tmp_path):
 
 
 def test_unreadable_folder_is_reported(tmp_path, monkeypatch):
-    from migrate.scan.engine import Scanner
+    from migrate.pipeline.scan import PlannedScanner as Scanner
 
     (tmp_path / "ok").mkdir()
     (tmp_path / "ok" / "m.py").write_text(SCRIPTED)

@@ -47,17 +47,6 @@ LAYERS = {
 NAMES = {SHARED: "shared", SCAN: "scan", FACTS: "facts", PLAN: "plan", FIX: "fix"}
 NAMES.update({PIPELINE: "pipeline", REPORT: "report", CLI: "cli", VERIFY: "verify"})
 
-# Backward imports still there, each to be removed (the test fails once one is gone, so that
-# it leaves this list too): the scanner still plans its own findings.
-KNOWN_BACKWARD = {
-    ("migrate.scan.engine", "migrate.facts.artifacts"),  # the planner's hints, per file
-    ("migrate.scan.engine", "migrate.facts.values"),
-    ("migrate.scan.engine", "migrate.pipeline.planfacts"),  # the facts thread
-    ("migrate.scan.engine", "migrate.facts.serving"),
-    ("migrate.scan.engine", "migrate.plan.fixplan"),  # the plan kept in the cache
-    ("migrate.scan.engine", "migrate.fix.fixer"),
-}
-
 
 def modules(root: Path) -> dict[str, tuple[Path, bool]]:
     """{dotted name: (file, is a package)} of every module under the package folder `root`."""
@@ -134,7 +123,7 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def problems(root: Path, known: set[tuple[str, str]] = frozenset()) -> list[str]:
+def problems(root: Path) -> list[str]:
     graph = imports(root)
     found = [f"import circle: {' -> '.join(group)}" for group in circles(graph)]
     for module in sorted(graph):
@@ -146,8 +135,6 @@ def problems(root: Path, known: set[tuple[str, str]] = frozenset()) -> list[str]
             there = layer(target)
             if there is None:
                 continue  # reported as the module it is
-            if (module, target) in known:
-                continue
             if here == VERIFY:
                 if there not in (SHARED, SCAN, VERIFY):
                     found.append(f"{module} (verify) imports {target} ({NAMES[there]})")
@@ -164,9 +151,7 @@ def problems(root: Path, known: set[tuple[str, str]] = frozenset()) -> list[str]
 def test_the_package_has_no_circle_and_no_backward_import():
     assert PACKAGE.is_dir()
     assert len(modules(PACKAGE)) > 100  # the real package, not an empty folder
-    assert problems(PACKAGE, KNOWN_BACKWARD) == []
-    graph = imports(PACKAGE)
-    assert [edge for edge in sorted(KNOWN_BACKWARD) if edge[1] not in graph[edge[0]]] == []
+    assert problems(PACKAGE) == []
 
 
 def _package(root: Path, files: dict[str, str]) -> Path:

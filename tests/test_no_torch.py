@@ -18,7 +18,8 @@ PROBE = textwrap.dedent(
     import migrate.cli.commands
     after_import = sorted(m for m in sys.modules if m.split(".")[0] in ("torch", "executorch"))
 
-    from migrate.scan.engine import ScanOptions, Scanner
+    from migrate.scan.engine import ScanOptions
+    from migrate.pipeline.scan import PlannedScanner as Scanner
     result = Scanner(ScanOptions(cache=False, jobs=1)).scan([sys.argv[1]])
     run = CliRunner().invoke(migrate.cli.commands.app, ["scan", sys.argv[1], "-f", "sarif", "--no-cache"])
     after_scan = sorted(m for m in sys.modules if m.split(".")[0] in ("torch", "executorch"))

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from migrate.pipeline.scan import PlannedScanner as Scanner
 from migrate.registry import all_rules
-from migrate.scan.engine import Scanner, ScanOptions, check_source
+from migrate.scan.engine import ScanOptions, check_source
 from tests.scan_support import write_tree
 
 ALL = sorted(all_rules())

@@ -162,8 +162,8 @@ def run_scan(
     debug: bool = False,
 ) -> int:
     """`migrate scan`: write the report, answer the exit code."""
+    from migrate.pipeline.scan import PlannedScanner
     from migrate.report import FORMATS
-    from migrate.scan.engine import Scanner
 
     try:
         options, config = build_options(
@@ -173,7 +173,7 @@ def run_scan(
         if fmt not in FORMATS:
             raise ValueError(f"--format must be one of {', '.join(FORMATS)}, not {fmt}")
         with progress_bar(True, "scanning") as progress, debug_env(debug):
-            result = Scanner(options, progress).scan(paths)
+            result = PlannedScanner(options, progress).scan(paths)
         rendered = FORMATS[fmt](result, color=output is None and use_color())
         # One line per unreadable input, on stderr whatever the format.
         for err in result.errors:

@@ -25,6 +25,7 @@ from migrate.fix.fixer import (
     write_atomic,
 )
 from migrate.fix.tidy import fix_source
+from migrate.pipeline.scan import PlannedScanner
 from migrate.plan.fixplan import finding_key, plan_fixes
 from migrate.scan.engine import Scanner, ScanOptions
 
@@ -123,7 +124,7 @@ def run_apply(
 ) -> ApplyResult:
     """`test_gate` (apply --test) gets the fix units and the files they touch and returns
     a report whose `kept` units alone are written, in one pass (migrate.testgate)."""
-    scanner = Scanner(options, progress)
+    scanner = PlannedScanner(options, progress)
     scan = scanner.scan(paths)
     allowed = WITH_UNSAFE if unsafe_fixes else WRITABLE
     # The scan planned for every fix; this run writes fewer (no unsafe ones, say), which

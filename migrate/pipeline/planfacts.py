@@ -87,3 +87,15 @@ class BackgroundFacts:
         if self._error is not None:
             raise self._error
         return self._facts
+
+
+def file_hints(text: str, tree: object, table: object) -> tuple[bool, bool]:
+    """(no_makers, no_sites) of one parsed file: certain that no call there is a TorchScript
+    maker, or an archive site (the fact searches then skip the file). The scanner computes
+    them in its workers, on the tree and scope table it already has (Scanner.hints)."""
+    # Imported here: the planner's analysis package is a tenth of a one-file scan's start-up,
+    # and most files of a scan are never parsed.
+    from migrate.facts.artifacts import may_hold_site
+    from migrate.facts.values import may_capture
+
+    return not may_capture(text, tree, table), not may_hold_site(text, tree, table)

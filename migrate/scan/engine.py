@@ -28,7 +28,6 @@ from migrate.checks.base import (
     is_suppressed,
 )
 from migrate.findings import FileError, Finding, ScanResult
-from migrate.pipeline.planfacts import BackgroundFacts, build_scan_facts
 from migrate.registry import Rule, all_rules, select_codes
 from migrate.scan.astwalk import DEEP_RECURSION, _recursion_limit
 from migrate.scan.cache import ResultCache, default_cache_folder, digest
@@ -120,7 +119,7 @@ def analyze_python(
     exports: dict[str, str] | None = None,
     script_dir: str = "",
     repo_facts: dict[str, frozenset[str]] | None = None,
-    hints: bool = True,
+    hints: Callable[[str, ast.Module, ScopeTable], tuple[bool, bool]] | None = None,
 ) -> FileResult:
     result = FileResult(display)
     with _recursion_limit(DEEP_RECURSION):
@@ -147,14 +146,8 @@ def analyze_python(
             result.error = "cannot analyse: expressions nested too deeply"
             return result
         try:  # hints for the fix planner's searches; without them it searches the file itself
-            if hints:
-                # Imported here: the planner's analysis package is a tenth of a one-file
-                # scan's start-up, and most files of a scan are never parsed.
-                from migrate.facts.artifacts import may_hold_site
-                from migrate.facts.values import may_capture
-
-                result.no_makers = not may_capture(text, tree, table)
-                result.no_sites = not may_hold_site(text, tree, table)
+            if hints is not None:  # (no_makers, no_sites): given by the pipeline (Scanner.hints)
+                result.no_makers, result.no_sites = hints(text, tree, table)
         except RecursionError:
             result.no_makers = result.no_sites = False
     result.parsed = True
@@ -318,15 +311,22 @@ def _rare_collections() -> Iterator[None]:
 
 
 def _pool_worker_init(
-    codes: list[str], options: dict, per_file_ignores: dict, repo_facts: dict | None
+    codes: list[str],
+    options: dict,
+    per_file_ignores: dict,
+    repo_facts: dict | None,
+    hints: Callable | None = None,
 ) -> None:
     gc.set_threshold(*_SCAN_GC_THRESHOLDS)  # a worker process only ever scans
-    _worker_init(codes, options, per_file_ignores)
+    _worker_init(codes, options, per_file_ignores, hints)
     _WORKER_STATE["repo_facts"] = repo_facts
 
 
-def _worker_init(codes: list[str], options: dict, per_file_ignores: dict) -> None:
+def _worker_init(
+    codes: list[str], options: dict, per_file_ignores: dict, hints: Callable | None = None
+) -> None:
     _WORKER_STATE["checks"] = CheckSet(codes, options)
+    _WORKER_STATE["hints"] = hints
     _WORKER_STATE["pfi"] = per_file_ignores
     _WORKER_STATE["options"] = options
     _WORKER_STATE["subsets"] = {}
@@ -395,9 +395,7 @@ def analyze_loaded(
         # Its findings replace the checks' phase-1 findings; the rest, planner hints
         # included, stays from phase 1 (_repo_pass).
         args = (job.module, job.is_package, exports, job.script_dir)
-        result = analyze_python(
-            job.display, text, checks, *args, repo_facts=repo.merged_facts(), hints=False
-        )
+        result = analyze_python(job.display, text, checks, *args, repo_facts=repo.merged_facts())
         _suppress(result, text, _WORKER_STATE["pfi"])  # type: ignore[arg-type]
         return result
     text_checks = checks.text_checks_wanted(PurePosixPath(job.display), text)
@@ -411,7 +409,15 @@ def analyze_loaded(
         else:
             facts = repo.merged_facts() if repo else None
             args = (job.module, job.is_package, exports, job.script_dir)
-            result = analyze_python(job.display, text, checks, *args, repo_facts=facts)
+            hints = _WORKER_STATE.get("hints")
+            result = analyze_python(
+                job.display,
+                text,
+                checks,
+                *args,
+                repo_facts=facts,
+                hints=hints,  # type: ignore[arg-type]
+            )
         if text_checks and result.error is None:
             # Text checks that also read Python files (setup.py pins, CUDA paths in strings).
             result.findings += analyze_text_file(job.display, text, text_checks).findings
@@ -459,14 +465,24 @@ def _os_reason(exc: BaseException) -> str:
 
 
 class Scanner:
+    """The scan stage alone: findings as the checks report them. A command's pipeline
+    (migrate.pipeline.scan) builds the facts and plans; it gives the per-file `hints` and
+    hears when the repository pass starts (`pool_pass_starts`), and `keep`s its outcome."""
+
+    # (text, tree, scope table) -> (no_makers, no_sites): the facts' hints, computed on the
+    # tree each worker already has. A module-level function: it travels to the workers.
+    hints: Callable[[str, ast.Module, ScopeTable], tuple[bool, bool]] | None = None
+
     def __init__(self, options: ScanOptions, progress: Callable[[int], None] | None = None):
         self.options = options
         self.codes = options.codes()
         self.check_options = {"cuda": options.cuda}
-        _worker_init(self.codes, self.check_options, options.per_file_ignores)
+        _worker_init(self.codes, self.check_options, options.per_file_ignores, self.hints)
         self.checks: CheckSet = _WORKER_STATE["checks"]  # type: ignore[assignment]
         self.progress = progress
         self.repo_facts: dict[str, frozenset[str]] = {}
+        self.kept: list[Finding] | None = None  # what `keep` stored, for an unchanged tree
+        self._final: tuple | None = None  # where `keep` stores it
 
     def jobs_for(self, files: list[SourceFile]) -> list[_Job]:
         jobs = []
@@ -504,7 +520,13 @@ class Scanner:
         with ProcessPoolExecutor(
             max_workers=workers,
             initializer=_pool_worker_init,
-            initargs=(self.codes, self.check_options, self.options.per_file_ignores, repo_facts),
+            initargs=(
+                self.codes,
+                self.check_options,
+                self.options.per_file_ignores,
+                repo_facts,
+                self.hints,
+            ),
         ) as pool:
             for batch_result in pool.map(_run_batch, batches):
                 results.extend(batch_result)
@@ -528,10 +550,11 @@ class Scanner:
         cache = self._open_cache(paths)
         fingerprint = _tree_fingerprint(jobs) if cache else None
         final = cache.final(fingerprint) if cache else None
+        self.kept, self._final = None, None
         if final is not None and len(final) == 4:  # 3 items: from before plans were kept
             # Nothing changed since the last scan of this tree: reuse its whole outcome.
-            results, self.exports, self.repo_facts, planned = final
-            return self._collect(jobs, results, missing, planned)
+            results, self.exports, self.repo_facts, self.kept = final
+            return self._collect(jobs, results, missing)
         self._outside_read: list[str] = []
         results: dict[str, FileResult] = {}
         todo = []
@@ -550,23 +573,34 @@ class Scanner:
         outside = self._outside_exports(jobs, results, paths)
         self.exports = self._resolve_reexports(jobs, results, outside)
         self.repo_facts = self._repo_pass(jobs, results)
-        out = self._collect(jobs, results, missing)
         if cache and fingerprint is not None:
-            # The planned findings too: planning builds repository facts, most of a warm run.
-            cache.store_final(
-                fingerprint,
-                self._outside_read,
-                (results, self.exports, self.repo_facts, list(out.findings)),
-            )
-            cache.save()
-        return out
+            self._final = (cache, fingerprint, results)
+        return self._collect(jobs, results, missing)
+
+    def keep(self, findings: list[Finding]) -> None:
+        """Store the command's outcome of this scan (the planned findings: planning builds
+        repository facts, most of a warm run) with the scan's results; the next scan of an
+        unchanged tree reuses both and offers the findings as `kept`."""
+        if self._final is None:
+            return
+        cache, fingerprint, results = self._final
+        self._final = None
+        cache.store_final(
+            fingerprint,
+            self._outside_read,
+            (results, self.exports, self.repo_facts, list(findings)),
+        )
+        cache.save()
+
+    def pool_pass_starts(self, results: dict[str, FileResult]) -> None:
+        """The repository pass goes to the process pool now (this process only waits for it):
+        a pipeline may start work of its own here (the facts, on a thread)."""
 
     def _collect(
         self,
         jobs: list[_Job],
         results: dict[str, FileResult],
         missing: list[FileError],
-        planned: list[Finding] | None = None,
     ) -> ScanResult:
         out = ScanResult(files_seen=len(jobs), errors=list(missing))
         for r in results.values():
@@ -575,53 +609,8 @@ class Scanner:
                 out.errors.append(FileError(r.path, r.error))
             out.files_parsed += r.parsed
         out.sort()
-        # Fixes whose safety depends on other files: held back as a whole repository.
-        from migrate.fix.fixer import WITH_UNSAFE
-        from migrate.plan.fixplan import plan_fixes
-
-        self._facts = None
-        # Facts started during the repository pass: waited for here, before anything else
-        # runs on this thread (their thread raises the recursion limit while it builds).
-        self._early_facts, self._background = getattr(self, "_background", None), None
-        if self._early_facts is not None:
-            self._early_facts.wait()
-        self._last_findings = out.findings
         self._results = results
-        if planned is not None:  # an unchanged tree: the last run's plan stands
-            out.findings = list(planned)
-            return out
-        if any(f.rule.startswith("MIG4") for f in out.findings):
-            # Serving code outside Python linked to the Python writers of its archives (the
-            # planner then keeps those writers: the native loader cannot read a .pt2).
-            from migrate.facts.serving import link_serving
-
-            out.findings = link_serving(out.findings, lambda: self.facts(force=True))
-        out.findings = plan_fixes(out.findings, WITH_UNSAFE, self.codes, self.facts()).findings
         return out
-
-    def _facts_while_workers_run(self, results: dict[str, FileResult]) -> None:
-        """Start the planner's facts on a thread when phase 1's findings will need them."""
-        from migrate.plan.fixplan import needs_facts
-
-        if needs_facts(f for r in results.values() for f in r.findings):
-            self._background = BackgroundFacts(self.jobs.values(), results)
-
-    def facts(self, force: bool = False) -> object | None:
-        """Repository facts for the fix planner (migrate.planfacts), built once, and only
-        when a finding's fix depends on other files."""
-        if getattr(self, "_facts", None) is not None:
-            return self._facts
-        from migrate.plan.fixplan import needs_facts
-
-        findings = getattr(self, "_last_findings", [])
-        if not force and not needs_facts(findings):
-            return None
-        early, self._early_facts = getattr(self, "_early_facts", None), None
-        if early is not None:
-            self._facts = early.result()
-        else:
-            self._facts = build_scan_facts(self.jobs.values(), getattr(self, "_results", {}))
-        return self._facts
 
     def _open_cache(self, paths: Iterable[str | Path]) -> ResultCache | None:
         if not self.options.cache:
@@ -634,7 +623,7 @@ class Scanner:
     def analyze(self, display: str, text: str) -> list[Finding]:
         """Findings for an in-memory version of a scanned file (apply's later rounds)."""
         if _WORKER_STATE.get("checks") is not self.checks:  # another Scanner ran in between
-            _worker_init(self.codes, self.check_options, self.options.per_file_ignores)
+            _worker_init(self.codes, self.check_options, self.options.per_file_ignores, self.hints)
             _WORKER_STATE["checks"] = self.checks
         repo = RepoPass(None, self.repo_facts) if self.repo_facts else None
         return analyze_loaded(self.jobs[display], text, self.exports or None, repo=repo).findings
@@ -668,7 +657,7 @@ class Scanner:
         todo = [item for item in todo if not self._settled(item[0], item[2], facts, results)]
         rerun = {job.display: set(p.codes or ()) for job, _, p in todo}
         if self._workers(len(todo)) > 1:
-            self._facts_while_workers_run(results)
+            self.pool_pass_starts(results)
         for new in self._execute(todo, facts):
             old = results[new.path]
             if new.error:  # phase 1 skipped or reported this file; keep its verdict
