@@ -1,4 +1,4 @@
-"""Layout repair after rewrites (migrate/tidy.py): only what the run changed is touched."""
+"""Layout repair after rewrites (migrate/fix/tidy.py): only what the run changed is touched."""
 
 from __future__ import annotations
 
