@@ -1,8 +1,8 @@
 """The `migrate` command's entry point.
 
 `migrate scan PATH...` with value-less switches, what a pre-commit hook runs on every commit,
-goes straight to migrate.scan_command without importing typer; any other command line is
-typer's to read (migrate.cli), which then runs the same code.
+goes straight to migrate.cli.scan_command without importing typer; any other command line is
+typer's to read (migrate.cli.commands), which then runs the same code.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """`migrate scan` without typer, and the command-line helpers every command shares.
 
 The pre-commit hook runs `migrate scan FILE...` on every commit: typer and click are a sixth
-of such a run's start-up, so migrate.entry sends that command line here directly, and the
-typer command in migrate.cli calls the same `run_scan` for every other spelling.
+of such a run's start-up, so migrate.cli.entry sends that command line here directly, and the
+typer command in migrate.cli.commands calls the same `run_scan` for every other spelling.
 """
 
 from __future__ import annotations

@@ -43,7 +43,7 @@ class ApplyResult:
     notes: list[FileError] = field(default_factory=list)
     # Symlinks whose target is rewritten through its own path: their findings are not left.
     links_to_scanned: set[str] = field(default_factory=set)
-    # --test: what the project's tests kept and reverted (migrate.testgate.GateReport).
+    # --test: what the project's tests kept and reverted (migrate.fix.testgate.GateReport).
     test_report: Any = None
 
     @property
@@ -123,7 +123,7 @@ def run_apply(
     test_gate: Callable[[list, dict], Any] | None = None,
 ) -> ApplyResult:
     """`test_gate` (apply --test) gets the fix units and the files they touch and returns
-    a report whose `kept` units alone are written, in one pass (migrate.testgate)."""
+    a report whose `kept` units alone are written, in one pass (migrate.fix.testgate)."""
     scanner = PlannedScanner(options, progress)
     scan = scanner.scan(paths)
     allowed = WITH_UNSAFE if unsafe_fixes else WRITABLE

@@ -1,4 +1,4 @@
-"""The fix planner's repository facts (migrate.analysis) for one scan.
+"""The fix planner's repository facts (migrate.facts) for one scan.
 
 Every Python file of the scan takes part as text (a loader's path constant or an importer
 of a capture can live in a file that never mentions jit); trees are parsed only for the

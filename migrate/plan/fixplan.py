@@ -3,7 +3,7 @@
 Checks see one file; a fix's safety can depend on others: a loader rewritten to read a
 `.pt2` needs every writer of that file rewritten in the same run, a filter for tracer
 warnings is dead only when no trace stays. The planner runs after the scan, asks the
-repository facts (`migrate.analysis`) and the fixes other findings will really write, and
+repository facts (`migrate.facts`) and the fixes other findings will really write, and
 holds back what would leave the tree inconsistent: a held finding becomes assisted, its
 message saying why. Holding one fix can hold others (its group, a loader of its file), so
 it repeats until nothing changes.

@@ -132,7 +132,7 @@ def _is_cuda(code: str) -> bool:
 
 def serving_groups(plan: Plan) -> tuple[list[tuple[Finding, list]], list[str]]:
     """Serving code outside Python (MIG4xx): each Python writer with the native files that
-    load its archive (`served_by`, migrate.analysis.serving), and the native files that no
+    load its archive (`served_by`, migrate.facts.serving), and the native files that no
     Python code of the repository feeds."""
     writers = [(f, list(f.get("served_by"))) for f in plan.findings if f.get("served_by")]
     linked = {path for _, uses in writers for _, path, _, _ in uses}
