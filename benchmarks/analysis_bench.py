@@ -1,4 +1,4 @@
-"""Cost of the repository facts (migrate.analysis.build_facts) next to parsing the same files.
+"""Cost of the repository facts (migrate.facts.build_facts) next to parsing the same files.
 
     python benchmarks/analysis_bench.py [FOLDER] [--repeat 3]
 
@@ -25,8 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from migrate.analysis import SourceFile, build_facts  # noqa: E402
-from migrate.discover import module_name  # noqa: E402
+from migrate.facts import SourceFile, build_facts  # noqa: E402
+from migrate.scan.discover import module_name  # noqa: E402
 
 
 def _best(repeat: int, run) -> float:

@@ -23,10 +23,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from migrate.checkset import CheckSet  # noqa: E402
-from migrate.discover import discover, read_source  # noqa: E402
-from migrate.engine import _SCAN_GC_THRESHOLDS  # noqa: E402
 from migrate.registry import select_codes  # noqa: E402
+from migrate.scan.checkset import CheckSet  # noqa: E402
+from migrate.scan.discover import discover, read_source  # noqa: E402
+from migrate.scan.engine import _SCAN_GC_THRESHOLDS  # noqa: E402
 
 _CHECKS: list[CheckSet] = []
 

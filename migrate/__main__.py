@@ -1,3 +1,3 @@
-from migrate.entry import main
+from migrate.cli import main
 
 main()

@@ -11,7 +11,7 @@ from typing import Any
 
 import tomllib
 
-from migrate.discover import DEFAULT_MAX_FILE_SIZE, Skipped, read_checked, size_text
+from migrate.safe_read import DEFAULT_MAX_FILE_SIZE, Skipped, read_checked, size_text
 
 CUDA_TARGETS = ("13.0", "13.2")
 FORMATS = ("text", "json", "sarif", "github")

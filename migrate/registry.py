@@ -5,10 +5,8 @@ from __future__ import annotations
 import fnmatch
 import functools
 import hashlib
-import importlib
 import json
 import os
-import pkgutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +23,15 @@ def rules_dir() -> Path:
         if candidate.is_dir():
             return candidate
     raise FileNotFoundError("rule definitions not found (expected migrate/_rules or rules/)")
+
+
+def cache_home() -> Path:
+    """$MIGRATE_CACHE_DIR, else $XDG_CACHE_HOME/torchscript-migrate or ~/.cache/..."""
+    env = os.environ.get("MIGRATE_CACHE_DIR")
+    if env:
+        return Path(env)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "torchscript-migrate"
 
 
 @dataclass(frozen=True)
@@ -72,8 +79,6 @@ def rule_files() -> dict[str, dict]:
     key = hashlib.blake2b(digest_size=16)
     for path, text in zip(paths, texts, strict=True):
         key.update(path.name.encode() + b"\0" + text + b"\0")
-    from migrate.cache import cache_home
-
     kept = cache_home() / f"rules-{key.hexdigest()}.json"
     try:
         cached = json.loads(kept.read_text(encoding="utf-8"))
@@ -154,27 +159,6 @@ def all_rules() -> dict[str, Rule]:
         rule = _load_rule(Path(path), data)
         rules[rule.code] = rule
     return rules
-
-
-@functools.lru_cache(maxsize=1)
-def check_classes() -> dict[str, type]:
-    """Import every module of migrate.checks and index its Check subclasses by code."""
-    from migrate import checks
-    from migrate.checks.base import Check
-
-    found: dict[str, type] = {}
-    for info in pkgutil.iter_modules(checks.__path__):
-        if not info.name.startswith("mig"):
-            continue
-        module = importlib.import_module(f"migrate.checks.{info.name}")
-        for obj in vars(module).values():
-            if isinstance(obj, type) and issubclass(obj, Check) and getattr(obj, "code", None):
-                if obj.__module__ != module.__name__:
-                    continue
-                if obj.code in found:
-                    raise ValueError(f"duplicate check for {obj.code}")
-                found[obj.code] = obj
-    return found
 
 
 def select_codes(select: list[str] | None, ignore: list[str] | None) -> list[str]:

@@ -1,11 +1,11 @@
-"""Helpers for the migrate.analysis tests: write a small repository, point at its calls."""
+"""Helpers for the migrate.facts tests: write a small repository, point at its calls."""
 
 from __future__ import annotations
 
 import textwrap
 from pathlib import Path
 
-from migrate.analysis import RepoFacts, build_facts
+from migrate.facts import RepoFacts, build_facts
 
 
 class Tree:

@@ -56,7 +56,7 @@ def run_cli(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> Ru
 
 def invoke(args: list[str], cwd: Path, tmp_path: Path | None = None) -> Run:
     """The same command through typer's CliRunner, in this process."""
-    from migrate.cli import app
+    from migrate.cli.commands import app
 
     old = os.getcwd()
     os.chdir(cwd)

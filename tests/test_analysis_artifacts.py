@@ -6,7 +6,7 @@ import ast
 import subprocess
 import sys
 
-from migrate.analysis import SourceFile, build_facts
+from migrate.facts import SourceFile, build_facts
 from tests.analysis_support import Tree
 
 PATHS = """
@@ -416,7 +416,7 @@ def test_build_facts_takes_parsed_files():
 def test_no_torch_import(tmp_path):
     (tmp_path / "a.py").write_text('import torch\ntorch.jit.save(torch.jit.script(m), "a.pt")\n')
     code = (
-        "import sys; from migrate.analysis import build_facts; "
+        "import sys; from migrate.facts import build_facts; "
         f"assert len(build_facts({str(tmp_path)!r}).sites) == 1; "
         "assert 'torch' not in sys.modules"
     )

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from migrate import engine
-from migrate.analysis import imports
-from migrate.analysis.imports import import_statements
+from migrate.facts import imports
+from migrate.facts.imports import import_statements
+from migrate.scan import engine
 
 
 @pytest.fixture(params=["one match per import", "one search per token"], autouse=True)

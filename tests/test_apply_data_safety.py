@@ -54,7 +54,7 @@ WRAPPED = """\
 import sys
 sys.argv = ["migrate", *sys.argv[1:]]
 {hook}
-from migrate.entry import main
+from migrate.cli.entry import main
 main()
 """
 
@@ -144,7 +144,7 @@ def test_the_same_file_named_twice_is_fixed_once_and_keeps_every_method(tmp_path
 
 
 EDIT_AFTER_FIX = """
-import migrate.apply as a
+import migrate.pipeline.apply as a
 real = a.fix_source
 def fix_source(display, *args, **kwargs):
     fix = real(display, *args, **kwargs)
@@ -156,7 +156,7 @@ a.fix_source = fix_source
 """
 
 EDIT_AFTER_SCAN = """
-import migrate.apply as a
+import migrate.pipeline.apply as a
 real = a.Scanner.scan
 def scan(self, paths):
     result = real(self, paths)
@@ -194,7 +194,7 @@ def test_a_file_edited_while_apply_runs_is_left_as_the_user_wrote_it(tmp_path, h
 
 PAUSE = """
 import os, time
-import migrate.apply as a
+import migrate.pipeline.apply as a
 real = a.fix_source
 def fix_source(*args, **kwargs):
     open("{started}", "w").close()

@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from migrate.apply import run_apply
-from migrate.engine import ScanOptions
+from migrate.pipeline.apply import run_apply
+from migrate.scan.engine import ScanOptions
 
 # The body uses torch, so the import stays (an import the rewrite leaves unused is dropped).
 BEFORE = "import torch\n\n\n@torch.jit.unused\ndef helper_{i}(x):\n    return torch.relu(x) + {i}\n"

@@ -14,7 +14,7 @@ import pytest
 
 from migrate.checks.base import Edit
 from migrate.findings import Finding, Fix, FixKind
-from migrate.fixer import fix_source
+from migrate.fix.tidy import fix_source
 from tests.test_apply_repo import digest, migrate
 
 # The body uses torch, so the import stays (an import the rewrite leaves unused is dropped).
@@ -74,8 +74,8 @@ def test_output_that_would_not_parse_is_never_produced():
 
 
 def test_fix_that_breaks_syntax_is_skipped_by_apply(tmp_path, monkeypatch):
-    from migrate import apply as apply_mod
-    from migrate.engine import ScanOptions
+    from migrate.pipeline import apply as apply_mod
+    from migrate.scan.engine import ScanOptions
 
     path = tmp_path / "m.py"
     path.write_text(SCRIPTED)

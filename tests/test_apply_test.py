@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from migrate.testgate import (
+from migrate.fix.testgate import (
     ImportGraph,
     _split,
     estimate_runs,
@@ -721,9 +721,10 @@ def test_git_work_tree_from_a_subfolder(tmp_path):
 
 
 def test_apply_units_writes_exactly_the_units_given(tmp_path):
-    from migrate.engine import Scanner, ScanOptions
     from migrate.findings import Edit
-    from migrate.fixer import WITH_UNSAFE, _Unit, apply_units, fix_units
+    from migrate.fix.fixer import WITH_UNSAFE, _Unit, apply_units, fix_units
+    from migrate.pipeline.scan import PlannedScanner as Scanner
+    from migrate.scan.engine import ScanOptions
 
     make_sample(tmp_path)
     source = (tmp_path / "mylib/ops.py").read_text()

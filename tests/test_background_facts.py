@@ -8,10 +8,12 @@ from pathlib import Path
 
 import pytest
 
-import migrate.engine as engine
-from migrate import planfacts
-from migrate.engine import Scanner, ScanOptions
-from migrate.planfacts import BackgroundFacts, build_scan_facts
+import migrate.pipeline.scan as pipeline
+import migrate.scan.engine as engine
+from migrate.pipeline import planfacts
+from migrate.pipeline.planfacts import BackgroundFacts, build_scan_facts
+from migrate.pipeline.scan import PlannedScanner as Scanner
+from migrate.scan.engine import ScanOptions
 
 ROOT = Path(__file__).resolve().parent.parent
 REPOS = ROOT / "fixtures" / "repos"
@@ -45,7 +47,7 @@ def test_a_pooled_repository_pass_plans_with_the_background_facts(monkeypatch):
     pooled = Scanner(ScanOptions(cache=False, jobs=2)).scan([REPOS])
     assert len(started) == 1
     assert started[0]._thread.ident is not None and not started[0]._thread.is_alive()
-    monkeypatch.setattr(engine, "build_scan_facts", None)  # planning may not build its own
+    monkeypatch.setattr(pipeline, "build_scan_facts", None)  # planning may not build its own
     again = Scanner(ScanOptions(cache=False, jobs=2)).scan([REPOS])
     assert [f.to_dict() for f in again.findings] == [f.to_dict() for f in plain.findings]
     assert [f.to_dict() for f in pooled.findings] == [f.to_dict() for f in plain.findings]

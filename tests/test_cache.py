@@ -6,7 +6,8 @@ import os
 
 import pytest
 
-from migrate.engine import Scanner, ScanOptions
+from migrate.pipeline.scan import PlannedScanner as Scanner
+from migrate.scan.engine import ScanOptions
 
 
 @pytest.fixture

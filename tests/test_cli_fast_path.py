@@ -9,7 +9,8 @@ import sys
 import pytest
 import typer
 
-from migrate import cli, entry
+from migrate.cli import commands as cli
+from migrate.cli import entry
 from tests.scan_support import invoke, run_cli, write_tree
 
 TREE = {
@@ -105,7 +106,7 @@ def test_a_plain_scan_imports_neither_typer_nor_click(tmp_path):
     code = (
         "import sys\n"
         "sys.argv = ['migrate', 'scan', 'src/model.py', 'clean.py', '--no-cache']\n"
-        "from migrate.entry import main\n"
+        "from migrate.cli.entry import main\n"
         "try:\n"
         "    main()\n"
         "except SystemExit as exit_:\n"

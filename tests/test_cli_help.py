@@ -8,7 +8,7 @@ import re
 import pytest
 from typer.testing import CliRunner
 
-from migrate.cli import app
+from migrate.cli.commands import app
 from tests.scan_support import clean_env, run_cli
 
 COMMANDS = ["scan", "apply", "report", "rules", "explain", "docs", "demo", "verify", "convert"]

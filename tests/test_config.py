@@ -113,7 +113,7 @@ def test_flags_win_over_the_file(project):
 def test_cuda_flag_wins_over_the_file(project):
     write(project / "pyproject.toml", '[tool.migrate]\ncuda = "13.2"\n')
     assert resolve_config([str(project / "src")], None, False).cuda == "13.2"
-    from migrate.cli import build_options
+    from migrate.cli.commands import build_options
 
     options, _ = build_options([str(project)], None, None, None, "13.0", None, None, False)
     assert options.cuda == "13.0"

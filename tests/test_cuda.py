@@ -6,10 +6,11 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
+from migrate.checks import check_classes
 from migrate.checks._cuda import NOTE, file_kind, new_version
-from migrate.engine import check_source
 from migrate.findings import FixKind
-from migrate.registry import all_rules, check_classes
+from migrate.registry import all_rules
+from migrate.scan.engine import check_source
 from tests.fixture_cases import RULE_FIXTURES, all_cases, read
 
 CODES = sorted(c for c in all_rules() if c.startswith("MIG3"))
@@ -89,7 +90,8 @@ def test_new_version():
 
 
 def _fix(text: str, path: str, cuda: str) -> str:
-    from migrate.fixer import WITH_UNSAFE, fix_source
+    from migrate.fix.fixer import WITH_UNSAFE
+    from migrate.fix.tidy import fix_source
 
     return fix_source(path, text, lambda t: findings(t, path, cuda), allowed=WITH_UNSAFE).fixed
 

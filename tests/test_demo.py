@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from migrate.demo import find_example_shape, find_verify_target, sample_dir
+from migrate.cli.demo import find_example_shape, find_verify_target, sample_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 PLAN_REPO = ROOT / "fixtures" / "repos" / "plan"

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from migrate.docs import (
+from migrate.cli.docs import (
     TABLE_END,
     TABLE_START,
     generated_files,
@@ -94,7 +94,7 @@ def test_write_docs_only_touches_stale_files(tmp_path):
 def test_rule_sections_are_short():
     """What it does, why, use instead and fix safety: at most three sentences and a few
     lines each (issue 30); the long form is the rule's `details`, collapsed in docs/rules.md."""
-    from migrate.docs import MAX_SECTION_CHARS, MAX_SENTENCES, SHORT_SECTIONS, sentences
+    from migrate.cli.docs import MAX_SECTION_CHARS, MAX_SENTENCES, SHORT_SECTIONS, sentences
 
     long = []
     for rule in current_rules().values():

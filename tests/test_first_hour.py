@@ -237,7 +237,7 @@ def test_the_suite_prints_its_cpu_time_with_xdist_workers(tmp_path):
 
 
 def test_fix_hook_finds_the_scan_hook(tmp_path, monkeypatch):
-    from migrate.precommit import fix_hook_form
+    from migrate.cli.precommit import fix_hook_form
 
     monkeypatch.delenv("SKIP", raising=False)
     assert fix_hook_form(tmp_path) == "alone"  # no .pre-commit-config.yaml

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from migrate.engine import ScanOptions
 from migrate.report.plan import build_plan, render_html
+from migrate.scan.engine import ScanOptions
 from tests.scan_support import chromium
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from migrate.apply import run_apply
-from migrate.engine import ScanOptions
 from migrate.findings import Applicability, Edit, Finding, Fix, FixKind
-from migrate.fixer import WITH_UNSAFE, WRITABLE, fix_units
+from migrate.fix.fixer import WITH_UNSAFE, WRITABLE, fix_units
+from migrate.pipeline.apply import run_apply
+from migrate.scan.engine import ScanOptions
 from tests.scan_support import run_cli
 
 GROUP = """\

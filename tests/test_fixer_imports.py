@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from migrate.fixer import fix_imports
+from migrate.fix.fixer import fix_imports
 
 
 @pytest.mark.parametrize(

@@ -131,7 +131,8 @@ def test_lightning_through_the_repositorys_own_modules(tmp_path):
     """A file importing Lightning's names from a module of the repository is a Lightning
     file: that module re-exports them (skipped by the prefilter: its import lines are
     remembered) or imports Lightning itself (parsed). A file importing neither is not."""
-    from migrate.engine import ScanOptions, scan
+    from migrate.pipeline.scan import scan
+    from migrate.scan.engine import ScanOptions
 
     files = {
         "mypkg/__init__.py": "from lightning.pytorch import LightningModule\n",
@@ -157,7 +158,8 @@ def test_framework_apis_through_a_repository_reexport(tmp_path):
     """detectron2 and timm APIs imported through a module of the repository resolve to the
     framework's name; the bare top module (`mypkg.timm`) is not followed (every importer
     of such a module would be analysed twice)."""
-    from migrate.engine import ScanOptions, scan
+    from migrate.pipeline.scan import scan
+    from migrate.scan.engine import ScanOptions
 
     (tmp_path / "mypkg").mkdir()
     (tmp_path / "mypkg" / "__init__.py").write_text(

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from migrate.apply import run_apply
-from migrate.engine import ScanOptions
+from migrate.pipeline.apply import run_apply
+from migrate.scan.engine import ScanOptions
 from tests.scan_support import clean_env, run_cli
 
 SCRIPTED = "import torch\n\n\n@torch.jit.unused\ndef helper(x):\n    return x\n"
@@ -363,7 +363,7 @@ def test_report_exits_2_when_a_file_cannot_be_read(tmp_path):
 
 
 def test_unreadable_folder_is_reported(tmp_path, monkeypatch):
-    from migrate.engine import Scanner
+    from migrate.pipeline.scan import PlannedScanner as Scanner
 
     (tmp_path / "ok").mkdir()
     (tmp_path / "ok" / "m.py").write_text(SCRIPTED)
@@ -386,7 +386,8 @@ def test_unreadable_folder_is_reported(tmp_path, monkeypatch):
 
 
 def test_git_warning_about_an_unreadable_folder_becomes_an_error(tmp_path, monkeypatch):
-    from migrate import discover, gitsafe
+    from migrate import gitsafe
+    from migrate.scan import discover
 
     def fake_run(args, cwd, timeout=60):
         return subprocess.CompletedProcess(

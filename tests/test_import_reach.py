@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from migrate.analysis import build_facts
+from migrate.facts import build_facts
 from tests.scan_support import ROOT
 
 REPOS = ["repos/graphlayers/before", "repos/imageops/before", "repos/sample/before", "scan"]

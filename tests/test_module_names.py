@@ -9,7 +9,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from migrate.discover import _package_prefix, module_name
+from migrate.scan.discover import _package_prefix, module_name
 
 _SEGMENTS = st.sampled_from(["pkg", "sub", "tools", "__init__", ".", "..", "a.b", "x"])
 

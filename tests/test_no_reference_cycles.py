@@ -9,7 +9,8 @@ import ast
 import gc
 from pathlib import Path
 
-from migrate.engine import Scanner, ScanOptions
+from migrate.pipeline.scan import PlannedScanner as Scanner
+from migrate.scan.engine import ScanOptions
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -15,12 +15,13 @@ PROBE = textwrap.dedent(
     import json, sys
     from typer.testing import CliRunner
 
-    import migrate.cli
+    import migrate.cli.commands
     after_import = sorted(m for m in sys.modules if m.split(".")[0] in ("torch", "executorch"))
 
-    from migrate.engine import ScanOptions, Scanner
+    from migrate.scan.engine import ScanOptions
+    from migrate.pipeline.scan import PlannedScanner as Scanner
     result = Scanner(ScanOptions(cache=False, jobs=1)).scan([sys.argv[1]])
-    run = CliRunner().invoke(migrate.cli.app, ["scan", sys.argv[1], "-f", "sarif", "--no-cache"])
+    run = CliRunner().invoke(migrate.cli.commands.app, ["scan", sys.argv[1], "-f", "sarif", "--no-cache"])
     after_scan = sorted(m for m in sys.modules if m.split(".")[0] in ("torch", "executorch"))
     print(json.dumps({
         "after_import": after_import,

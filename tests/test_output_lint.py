@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from migrate.tidy import DEFAULT_LINE_LENGTH, _line_length_setting
+from migrate.fix.tidy import DEFAULT_LINE_LENGTH, _line_length_setting
 from tests.fixture_cases import RULE_FIXTURES, all_cases
 
 REPOS = RULE_FIXTURES.parent / "repos"

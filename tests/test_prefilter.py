@@ -8,8 +8,9 @@ import textwrap
 
 import pytest
 
-from migrate.engine import CheckSet, Scanner, ScanOptions, check_source
+from migrate.pipeline.scan import PlannedScanner as Scanner
 from migrate.registry import all_rules
+from migrate.scan.engine import CheckSet, ScanOptions, check_source
 from tests.scan_support import write_tree
 
 MODEL = """\

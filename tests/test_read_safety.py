@@ -181,7 +181,7 @@ def test_a_file_over_the_configured_cap_is_skipped(tmp_path):
 
 
 def test_the_default_cap(tmp_path):
-    from migrate.discover import Skipped, read_checked
+    from migrate.scan.discover import Skipped, read_checked
 
     big = tmp_path / "big.py"
     big.write_bytes(b"#" * (8 * 1024 * 1024) + b"\n")
@@ -249,7 +249,7 @@ def test_the_hooks_pass_only_files_some_rule_reads():
     """pre-commit hands the hooks the staged files their `files` pattern matches: each such
     file is one migrate reads (else a lone one would be a skip note and exit 2), and a
     README or a picture never reaches the hook."""
-    from migrate.engine import _some_rule_reads
+    from migrate.scan.engine import _some_rule_reads
 
     hooks = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
     names = [

@@ -14,9 +14,10 @@ import pytest
 import yaml
 
 from migrate import checks as checks_package
+from migrate.checks import check_classes
 from migrate.checks.base import Check, PythonCheck, TextCheck
-from migrate.engine import CheckSet
-from migrate.registry import all_rules, check_classes, rules_dir
+from migrate.registry import all_rules, rules_dir
+from migrate.scan.engine import CheckSet
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures" / "rules"

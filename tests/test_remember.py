@@ -10,8 +10,8 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from migrate.checkset import CheckSet
-from migrate.engine import ScanOptions
+from migrate.scan.checkset import CheckSet
+from migrate.scan.engine import ScanOptions
 
 ROOT = Path(__file__).resolve().parent.parent
 CHECKS = CheckSet(ScanOptions().codes())

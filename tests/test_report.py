@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from migrate.engine import ScanOptions
 from migrate.report.plan import bar_chart, build_plan, hours, render_html, render_markdown
+from migrate.scan.engine import ScanOptions
 from tests.scan_support import chromium
 
 ROOT = Path(__file__).resolve().parent.parent

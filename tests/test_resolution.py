@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from migrate.engine import Scanner, ScanOptions, check_source
+from migrate.pipeline.scan import PlannedScanner as Scanner
 from migrate.registry import all_rules
+from migrate.scan.engine import ScanOptions, check_source
 from tests.scan_support import write_tree
 
 ALL = sorted(all_rules())
@@ -589,7 +590,7 @@ def test_module_only_tables_export_what_full_tables_do():
     # the one from the full walk, and its imports are the full table's module-level ones.
     import ast
 
-    from migrate.pyscope import ScopeTable
+    from migrate.scan.pyscope import ScopeTable
 
     root = Path(__file__).resolve().parent.parent / "fixtures"
     compared = 0
@@ -612,7 +613,7 @@ def test_binding_targets_without_a_full_walk_binds_what_the_walk_binds():
     import ast as _ast
     from pathlib import Path as _Path
 
-    from migrate.pyscope import Scope, ScopeTable
+    from migrate.scan.pyscope import Scope, ScopeTable
 
     def walked(target):
         return {

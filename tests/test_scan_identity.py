@@ -94,9 +94,9 @@ def test_a_check_hooking_attributes_sees_every_attribute() -> None:
     import ast
 
     from migrate.checks.base import PythonContext
-    from migrate.checkset import CheckSet
-    from migrate.pyscope import ScopeTable
-    from migrate.walker import Walker
+    from migrate.scan.checkset import CheckSet
+    from migrate.scan.pyscope import ScopeTable
+    from migrate.scan.walker import Walker
 
     text = "import os\nx = os.path.sep.join\ny = local.a.b\n"
     tree = ast.parse(text)

@@ -107,7 +107,8 @@ def test_expected_file_is_consistent():
 def test_one_file_scans_agree_with_the_whole_repo_scan(tmp_path, monkeypatch):
     """The pre-commit case: each file named alone is reported exactly as in the whole-repo
     scan, re-exports included (the shim it imports from is read, never reported)."""
-    from migrate.engine import Scanner, ScanOptions
+    from migrate.pipeline.scan import PlannedScanner as Scanner
+    from migrate.scan.engine import ScanOptions
 
     repo = copy_fixture("mixed_repo", tmp_path / "repo")
     monkeypatch.chdir(repo)

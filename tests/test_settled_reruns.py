@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from migrate.engine import Scanner, ScanOptions
+from migrate.pipeline.scan import PlannedScanner as Scanner
+from migrate.scan.engine import ScanOptions
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,4 +1,4 @@
-"""Layout repair after rewrites (migrate/tidy.py): only what the run changed is touched."""
+"""Layout repair after rewrites (migrate/fix/tidy.py): only what the run changed is touched."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import ast
 
 import pytest
 
-from migrate.fixer import fix_imports
-from migrate.tidy import configured_line_length, tidy
+from migrate.fix.fixer import fix_imports
+from migrate.fix.tidy import configured_line_length, tidy
 
 
 @pytest.mark.parametrize(

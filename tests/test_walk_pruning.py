@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from migrate.checks.base import PythonContext
-from migrate.checkset import CheckSet
-from migrate.engine import ScanOptions, analyze_python
-from migrate.pyscope import ScopeTable
-from migrate.walker import Walker
+from migrate.scan.checkset import CheckSet
+from migrate.scan.engine import ScanOptions, analyze_python
+from migrate.scan.pyscope import ScopeTable
+from migrate.scan.walker import Walker
 
 ROOT = Path(__file__).resolve().parent.parent
 CHECKS = CheckSet(ScanOptions().codes())

@@ -28,7 +28,7 @@ from migrate.checks._flow import (
     value_origin,
 )
 from migrate.checks.base import Edit, GroupFix, PythonContext
-from migrate.pyscope import Scope
+from migrate.scan.pyscope import Scope
 
 JIT_CAPTURES = frozenset({"torch.jit.trace", "torch.jit.trace_module", "torch.jit.script"})
 JIT_PASSES = frozenset({"torch.jit.freeze", "torch.jit.optimize_for_inference"})

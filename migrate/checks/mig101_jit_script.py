@@ -12,7 +12,7 @@ from migrate.checks._export_rewrite import capture_fix, result_uses
 from migrate.checks._flow import parent, reaching_value, scope_names
 from migrate.checks.base import PythonCheck, PythonContext, Reference
 from migrate.findings import FixKind
-from migrate.pyscope import Scope
+from migrate.scan.pyscope import Scope
 
 ASKED = "MIG101.imported_targets"  # qualnames scripted by a file, defined elsewhere
 DEFINED = "MIG101.top_level_defs"  # module.name of every top-level def and class

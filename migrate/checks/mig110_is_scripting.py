@@ -6,11 +6,11 @@ import ast
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 
-from migrate.astwalk import walk_lines
 from migrate.checks._fold import fold
 from migrate.checks.base import PythonCheck, PythonContext, Reference
 from migrate.findings import Finding, FixKind
-from migrate.textsearch import WholeWords
+from migrate.scan.astwalk import walk_lines
+from migrate.scan.textsearch import WholeWords
 
 # Repository facts: where code is still scripted, traced, or exported to ONNX by the
 # TorchScript-based exporter; and which files ask is_scripting/is_tracing.

@@ -267,7 +267,7 @@ def report(check: DataDependentBranch, ctx: PythonContext, cond: Condition) -> N
 def analyze_source(text: str, class_names: Iterable[str], path: str = "model.py") -> list[dict]:
     """The conditions MIG131 finds in a file when `class_names` count as captured
     (migrate.verify.branches uses it on a live module's source)."""
-    from migrate.engine import CheckSet, analyze_python
+    from migrate.scan.engine import CheckSet, analyze_python
 
     facts = {"captured_classes": frozenset(class_names)}
     result = analyze_python(path, text, CheckSet([DataDependentBranch.code]), repo_facts=facts)

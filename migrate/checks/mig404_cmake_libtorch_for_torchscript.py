@@ -1,6 +1,6 @@
 """MIG404: `find_package(Torch)` and `${TORCH_LIBRARIES}` links in CMake files. Reported as
 candidates; the repository scan keeps them only when the project's sources use the
-TorchScript runtime (migrate.analysis.serving)."""
+TorchScript runtime (migrate.facts.serving)."""
 
 from __future__ import annotations
 

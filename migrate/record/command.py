@@ -1,4 +1,4 @@
-"""The `migrate record` command (registered by migrate/cli.py)."""
+"""The `migrate record` command (registered by migrate/cli/commands.py)."""
 
 from __future__ import annotations
 

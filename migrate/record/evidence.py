@@ -1,6 +1,6 @@
 """The evidence a scan reads: `.migrate/evidence.json`, indexed by file and line.
 
-Activated once per scanning process (migrate.engine's worker start) from the scan options;
+Activated once per scanning process (migrate.scan.engine's worker start) from the scan options;
 the checks ask `active()` for the site at a call. A site counts only while its lines are
 those the run recorded (the digest of their text): otherwise it is stale and ignored, with a
 note the finding carries.
@@ -13,9 +13,9 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from migrate.discover import Skipped, read_checked
 from migrate.record.boot._migrate_recorder import line_digest
 from migrate.record.merge import read_evidence
+from migrate.safe_read import Skipped, read_checked
 
 _ACTIVE: dict[str, Evidence | None] = {"evidence": None}
 

@@ -8,8 +8,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from migrate.discover import Skipped, read_checked
 from migrate.record import SCHEMA_VERSION
+from migrate.safe_read import Skipped, read_checked
 
 
 class EvidenceError(ValueError):

@@ -30,7 +30,7 @@ def _diff_text(diff: str) -> Text:
 
 
 def render_apply(result, dry_run: bool, color: bool = False, hook: str | None = None) -> str:
-    """apply's text report. `hook` is the pre-commit fix hook's form (migrate.precommit):
+    """apply's text report. `hook` is the pre-commit fix hook's form (migrate.cli.precommit):
     "alone" prints only what it could not fix (pre-commit says which files it changed),
     "with-scan" only how many are left, since the migrate-scan hook lists each of them."""
     buffer = io.StringIO()

@@ -138,7 +138,7 @@ def _is_cuda(code: str) -> bool:
 
 def serving_groups(plan: Plan) -> tuple[list[tuple[Finding, list]], list[str]]:
     """Serving code outside Python (MIG4xx): each Python writer with the native files that
-    load its archive (`served_by`, migrate.analysis.serving), and the native files that no
+    load its archive (`served_by`, migrate.facts.serving), and the native files that no
     Python code of the repository feeds."""
     writers = [(f, list(f.get("served_by"))) for f in plan.findings if f.get("served_by")]
     linked = {path for _, uses in writers for _, path, _, _ in uses}
@@ -148,7 +148,7 @@ def serving_groups(plan: Plan) -> tuple[list[tuple[Finding, list]], list[str]]:
 
 def build_plan(root: str, options, progress: Callable[[int], None] | None = None) -> Plan:
     """Scan `root` and dry-run apply on it (nothing is written)."""
-    from migrate.apply import run_apply
+    from migrate.pipeline.apply import run_apply
 
     # The plan shows every automatic fix, unsafe ones too (each marked as such).
     result = run_apply([root], options, dry_run=True, unsafe_fixes=True, progress=progress)

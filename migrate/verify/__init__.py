@@ -1,7 +1,7 @@
 """`migrate verify` and `migrate convert`: prove a migrated artifact gives the TorchScript numbers.
 
 Nothing here imports torch or executorch at import time; the CLI imports
-:mod:`migrate.verify.commands`, whose command bodies import the heavy modules
+:mod:`migrate.cli.verify_commands`, whose command bodies import the heavy modules
 lazily (they live in the ``verify`` extra: ``pip install 'torchscript-migrate[verify]'``).
 """
 

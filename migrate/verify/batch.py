@@ -620,12 +620,14 @@ def run_batch(
     results_path: Path,
     n_jobs: int,
     rerun: str | None = None,
-    ray: bool = False,
-    ray_address: str | None = None,
+    remote: Callable[[list[dict[str, Any]], int, Callable[[dict[str, Any]], None]], None]
+    | None = None,
     on_start: Callable[[int, int], None] | None = None,
     on_result: Callable[[dict[str, Any]], None] | None = None,
 ) -> BatchResult:
-    """Run the jobs that have no up-to-date result, append each result as it ends."""
+    """Run the jobs that have no up-to-date result, append each result as it ends; `remote`
+    (the jobs' JSON, -j, the callback for each record) runs them elsewhere instead of in local
+    worker processes (--ray: migrate.verify.ray_runner.run_on_ray)."""
     start = time.perf_counter()
     for job in jobs:
         job.digest = sha256_file(job.archive) if Path(job.archive).is_file() else ""
@@ -643,10 +645,8 @@ def run_batch(
             if on_result is not None:
                 on_result(record)
 
-        if ray:
-            from migrate.verify.ray_runner import run_on_ray
-
-            run_on_ray([j.to_json() for j in todo], ray_address, n_jobs, finished)
+        if remote is not None:
+            remote([j.to_json() for j in todo], n_jobs, finished)
         else:
             _run_local(todo, n_jobs, finished)
     finally:

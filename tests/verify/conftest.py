@@ -73,7 +73,7 @@ def archives(zoo_dir):
 
 @pytest.fixture(scope="session")
 def cli_app():
-    from migrate.cli import app
+    from migrate.cli.commands import app
 
     return app
 

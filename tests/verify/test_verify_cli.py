@@ -292,7 +292,7 @@ def test_missing_extra_says_how_to_install(invoke, monkeypatch, tmp_path):
 
 
 def test_cli_import_does_not_import_torch():
-    code = "import sys, migrate.cli, migrate.verify.commands; print('torch' in sys.modules)"
+    code = "import sys, migrate.cli.commands, migrate.cli.verify_commands; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
     assert out.stdout.strip() == "False", out.stderr
 

@@ -1,0 +1,48 @@
+"""The `migrate` command's entry point.
+
+`migrate scan PATH...` with value-less switches, what a pre-commit hook runs on every commit,
+goes straight to migrate.cli.scan_command without importing typer; any other command line is
+typer's to read (migrate.cli.commands), which then runs the same code.
+"""
+
+from __future__ import annotations
+
+import sys
+
+# The switches `migrate scan` takes without a value; tests/test_cli_fast_path.py holds this
+# table to the command typer builds.
+PLAIN_SCAN_FLAGS = {
+    "--no-cache": "no_cache",
+    "--exit-zero": "exit_zero",
+    "--isolated": "isolated",
+    "--debug": "debug",
+}
+
+
+def plain_scan(argv: list[str]) -> tuple[list[str], dict[str, bool]] | None:
+    """`migrate scan PATH...`, perhaps with value-less switches: (paths, switches), or None
+    for anything typer should read."""
+    if len(argv) < 2 or argv[0] != "scan":
+        return None
+    paths, flags = [], {}
+    for arg in argv[1:]:
+        if arg in PLAIN_SCAN_FLAGS:
+            flags[PLAIN_SCAN_FLAGS[arg]] = True
+        elif arg.startswith("-"):  # an option with a value, --help, `--`, `-`
+            return None
+        else:
+            paths.append(arg)
+    return (paths, flags) if paths else None
+
+
+def main() -> None:
+    plain = plain_scan(sys.argv[1:])
+    if plain is None:
+        from migrate.cli import commands as cli
+
+        cli.app()
+        return
+    from migrate.cli.scan_command import run_scan
+
+    paths, flags = plain
+    sys.exit(run_scan(paths, **flags))

@@ -1,0 +1,228 @@
+"""Stage 2, facts: repository-wide facts that decide whether a rewrite is safe (issue 10).
+
+In: the repository's Python files (SourceFile: display path, module, text, the scan's hints;
+migrate.pipeline.planfacts makes them from a scan's jobs and results). Out: a RepoFacts that
+the planner asks about archive writers and readers, capture uses, blockers and import reach.
+
+Pure analysis on the standard library's ast: no torch import, no file writes. Build once per
+run with `build_facts(files)` and ask the returned RepoFacts. Every position is a Span:
+(display, line 1-based, column 1-based in characters, end_line, end_column exclusive), the
+convention of migrate.findings.Finding, so a finding maps to a site by (path, line, column)
+of its start.
+
+- artifacts.py: producers/consumers of TorchScript archives and the file they name.
+- values.py: where a module-level or `self.attr` capture's value is used outside its scope.
+- blockers.py: the class a capture captures, the methods its forward reaches and the
+  `@torch.jit.ignore/unused` ones among them.
+- trace calls per file (for the TracerWarning filter).
+
+Cost: one text search per file; per-file tables are only built for files that mention
+`jit`, `.save(`, `_for_lite_interpreter` or a tracked name, and for the modules a path or a
+class resolves into.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from collections.abc import Collection, Iterable
+from pathlib import Path
+
+from migrate.facts._repo import Repo, SourceFile, Span
+from migrate.facts.artifacts import Site, find_sites
+from migrate.facts.blockers import Blocker, CapturedClass, Method, find_captured_classes
+from migrate.facts.imports import import_statements
+from migrate.facts.values import CaptureValue, ValueUse, find_captures
+
+__all__ = [
+    "Blocker",
+    "CaptureValue",
+    "CapturedClass",
+    "Method",
+    "RepoFacts",
+    "Site",
+    "SourceFile",
+    "Span",
+    "ValueUse",
+    "build_facts",
+    "load_tree",
+]
+
+_SKIP_DIRS = frozenset({"__pycache__", "node_modules", "site-packages", "venv", ".venv"})
+
+
+class RepoFacts:
+    """The answers, indexed by the start (display, line, column) of the call they are about."""
+
+    def __init__(self, repo: Repo) -> None:
+        self.repo = repo
+        self._imports: dict[str, frozenset[str]] = {}
+        captures, self._traces, torchscript_names = find_captures(repo)
+        self.captures: list[CaptureValue] = captures
+        self._captures_at = {c.call.start: c for c in captures}
+        for capture in captures:  # torch.jit.freeze(torch.jit.script(m)): either call
+            self._captures_at.setdefault(capture.outer.start, capture)
+        self.sites: list[Site] = find_sites(repo, torchscript_names)
+        self._sites_at = {s.span.start: s for s in self.sites}
+        self._by_key: dict[str, list[Site]] = {}
+        for site in self.sites:
+            if site.key is not None:
+                self._by_key.setdefault(site.key, []).append(site)
+        self._classes = find_captured_classes(repo)
+
+    # ---- artifacts ----------------------------------------------------------------------
+    @property
+    def producers(self) -> list[Site]:
+        return [s for s in self.sites if s.role == "producer"]
+
+    @property
+    def consumers(self) -> list[Site]:
+        return [s for s in self.sites if s.role == "consumer"]
+
+    def site_at(self, display: str, line: int, column: int) -> Site | None:
+        """The producer or consumer whose call starts there."""
+        return self._sites_at.get((display, line, column))
+
+    def producers_of(self, consumer: Site) -> list[Site]:
+        """Producers writing the file a consumer reads (same key, or same file name where one
+        side's folder is unknown); [] when nothing of its path is known.
+        Producers with an unknown key are not included: see `unknown_producers`."""
+        return self._linked(consumer, "producer")
+
+    def consumers_of(self, producer: Site) -> list[Site]:
+        """Consumers reading the file a producer writes (same key); [] when its key is None."""
+        return self._linked(producer, "consumer")
+
+    def _linked(self, site: Site, role: str) -> list[Site]:
+        """Same key; or, where one side knows only the file name, the same file name."""
+        name = site.file_name
+        if name is None:
+            return []
+        exact = self._by_key.get(site.key, []) if site.key is not None else []
+        loose = [
+            s
+            for s in self.sites
+            if s.file_name == name and (s.key is None or site.key is None) and s not in exact
+        ]
+        return [s for s in [*exact, *loose] if s.role == role]
+
+    @property
+    def unknown_producers(self) -> list[Site]:
+        """Producers whose path is unknown: any consumer may be reading what they write."""
+        return [s for s in self.sites if s.role == "producer" and s.key is None]
+
+    # ---- values -------------------------------------------------------------------------
+    def capture_at(self, display: str, line: int, column: int) -> CaptureValue | None:
+        """The script/trace/trace_module call starting there (or the freeze/optimize call
+        wrapping it), with its binding and uses."""
+        return self._captures_at.get((display, line, column))
+
+    def external_uses(self, display: str, line: int, column: int) -> list[ValueUse]:
+        """Uses of the capture's value outside the scope that binds it ([] when none or when
+        the call is not a tracked capture: check `capture_at(...).binding`)."""
+        capture = self.capture_at(display, line, column)
+        return list(capture.uses) if capture is not None else []
+
+    def torchscript_only_uses(self, display: str, line: int, column: int) -> list[ValueUse]:
+        """The external uses that need a TorchScript module (`.graph`, `.code`, `.save`...)."""
+        return [u for u in self.external_uses(display, line, column) if u.torchscript_only]
+
+    # ---- blockers -----------------------------------------------------------------------
+    def class_of_capture(self, display: str, line: int, column: int) -> CapturedClass | None:
+        """The in-repository class the capture call starting there captures."""
+        return self._classes.get((display, line, column))
+
+    def capture_blockers(self, display: str, line: int, column: int) -> list[Blocker]:
+        """`@torch.jit.ignore/unused` methods reachable from the captured forward."""
+        found = self.class_of_capture(display, line, column)
+        return list(found.blockers) if found is not None else []
+
+    # ---- reach ---------------------------------------------------------------------------
+    def imported_closure(self, display: str) -> frozenset[str]:
+        """The file and every repository file it imports, directly or through others: what a
+        scripting compiler starting in this file can reach."""
+        return self.reached(display, None)
+
+    def reached(self, display: str, wanted: Collection[str] | None) -> frozenset[str]:
+        """imported_closure(display), or, given `wanted`, those of its files that it holds:
+        the walk stops once it has met them all (reading imports is most of its cost)."""
+        seen = {display}
+        todo = [display]
+        left = None if wanted is None else set(wanted) - seen
+        while todo and left != set():
+            for target in self._imports_of(todo.pop()):
+                if target not in seen:
+                    seen.add(target)
+                    todo.append(target)
+                    if left is not None:
+                        left.discard(target)
+        if wanted is None:
+            return frozenset(seen)
+        return frozenset(seen.intersection(wanted))
+
+    def _imports_of(self, display: str) -> frozenset[str]:
+        if display not in self._imports:
+            f = self.repo.files.get(display)
+            found: set[str] = set()
+            if f is not None and f.src.text:
+                package = f.module if f.is_package else f.module.rpartition(".")[0]
+                for node in import_statements(f.src.text):
+                    if isinstance(node, ast.Import):
+                        names = [a.name for a in node.names]
+                    else:
+                        base = node.module or ""
+                        if node.level:
+                            parts = package.split(".") if package else []
+                            parts = (
+                                parts[: len(parts) - (node.level - 1)] if node.level > 1 else parts
+                            )
+                            base = ".".join([*parts, base] if base else parts)
+                        names = [base, *(f"{base}.{a.name}" for a in node.names)]
+                    for name in names:
+                        while name:
+                            target = self.repo.modules.get(name)
+                            if target is not None:
+                                found.add(target.display)
+                                break
+                            name = name.rpartition(".")[0]
+            self._imports[display] = frozenset(found)
+        return self._imports[display]
+
+    # ---- dead code claims ---------------------------------------------------------------
+    def trace_calls_in(self, display: str) -> int:
+        """How many torch.jit.trace / trace_module calls the file holds."""
+        return self._traces.get(display, 0)
+
+
+def build_facts(files: Iterable[SourceFile] | str | os.PathLike[str]) -> RepoFacts:
+    """Facts over parsed files (or over every Python file under a folder)."""
+    from migrate.scan.astwalk import DEEP_RECURSION, _recursion_limit
+
+    if isinstance(files, (str, os.PathLike)):
+        files = load_tree(files)
+    with _recursion_limit(DEEP_RECURSION):
+        return RepoFacts(Repo.build(list(files)))
+
+
+def load_tree(root: str | os.PathLike[str]) -> list[SourceFile]:
+    """Every parseable .py file under `root`, displayed relative to it ("pkg/paths.py").
+    Hidden folders, caches and virtual environments are skipped; so are files that cannot
+    be read or parsed (the engine reports those)."""
+    from migrate.scan.discover import module_name
+
+    base = Path(root)
+    out = []
+    for folder, dirs, names in os.walk(base):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS)
+        for name in sorted(names):
+            if not name.endswith(".py"):
+                continue
+            path = Path(folder, name)
+            try:
+                text = path.read_text(encoding="utf-8")
+                tree = ast.parse(text, filename=str(path))
+            except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+                continue
+            display = path.relative_to(base).as_posix()
+            out.append(SourceFile(display, module_name(path, base), text, tree))
+    return out

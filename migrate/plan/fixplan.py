@@ -1,0 +1,407 @@
+"""Decide, for the whole repository at once, which fixes keep the program working.
+
+Checks see one file; a fix's safety can depend on others: a loader rewritten to read a
+`.pt2` needs every writer of that file rewritten in the same run, a filter for tracer
+warnings is dead only when no trace stays. The planner runs after the scan, asks the
+repository facts (`migrate.facts`) and the fixes other findings will really write, and
+holds back what would leave the tree inconsistent: a held finding becomes assisted, its
+message saying why. Holding one fix can hold others (its group, a loader of its file), so
+it repeats until nothing changes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass, field
+
+from migrate.findings import Applicability, Finding, FixKind
+from migrate.plan.units import fix_units
+
+FindingKey = tuple[str, str]  # (path, RULE@line:column)
+
+# Rules whose fix makes a traced capture go away (MIG118 asks whether any stays).
+TRACE_RULES = ("MIG102", "MIG103")
+CAPTURE_RULES = ("MIG101", "MIG102", "MIG103")
+PRODUCER_RULES = ("MIG201", "MIG204")
+CONSUMER_RULES = ("MIG202", "MIG205")
+# Fixes that remove what the scripting compiler reads (decorators, type hints): right only
+# once nothing scripts that code.
+TYPING_RULES = (
+    "MIG104", "MIG105", "MIG106", "MIG108", "MIG109", "MIG111", "MIG112", "MIG113", "MIG114",
+)  # fmt: skip
+
+
+def needs_facts(findings: Iterable[Finding]) -> bool:
+    """Whether any fix here depends on other files (else the planner needs no facts)."""
+    cross_file = {*CAPTURE_RULES, *PRODUCER_RULES, *CONSUMER_RULES, *TYPING_RULES}
+    return any(f.autofix is not None and f.rule in cross_file for f in findings)
+
+
+def finding_key(f: Finding) -> FindingKey:
+    return (f.path, f.key)
+
+
+@dataclass
+class Plan:
+    """The findings as the run will treat them, and why each held one is held."""
+
+    findings: list[Finding]
+    held: dict[FindingKey, str] = field(default_factory=dict)
+
+
+@dataclass
+class Context:
+    """What a planning rule may ask: the current findings, which fixes will be written."""
+
+    findings: list[Finding]
+    written: set[FindingKey]
+    selected: frozenset[str]
+    facts: object | None
+
+    def by_path(self, path: str) -> list[Finding]:
+        return [f for f in self.findings if f.path == path]
+
+
+PlanningRule = Callable[[Context], dict[FindingKey, str]]
+
+
+def written_keys(findings: Iterable[Finding], allowed: Collection[Applicability]) -> set:
+    units, _ = fix_units(findings, allowed)
+    return {finding_key(f) for u in units for f in u.findings}
+
+
+def demote(f: Finding, reason: str) -> Finding:
+    """An auto finding the run will not write: assisted, its message the rule's head (what is
+    wrong) and why the rewrite is held, instead of what the rewrite would have done."""
+    head = f.message.split("; ", 1)[0]
+    return dataclasses.replace(
+        f, fix=FixKind.ASSISTED, autofix=None, message=f"{head}; not rewritten: {reason}"
+    )
+
+
+def plan_fixes(
+    findings: list[Finding],
+    allowed: Collection[Applicability],
+    selected: Iterable[str],
+    facts: object | None = None,
+    rules: Iterable[PlanningRule] | None = None,
+) -> Plan:
+    rules = list(rules if rules is not None else PLANNING_RULES)
+    plan = Plan(list(findings))
+    for _ in range(20):
+        ctx = Context(
+            plan.findings, written_keys(plan.findings, allowed), frozenset(selected), facts
+        )
+        holds: dict[FindingKey, str] = {}
+        for rule in rules:
+            for key, reason in rule(ctx).items():
+                if key in ctx.written or _auto(plan.findings, key):
+                    holds.setdefault(key, reason)
+        holds = {k: r for k, r in holds.items() if k not in plan.held}
+        if not holds:
+            break
+        plan.held.update(holds)
+        plan.findings = [
+            demote(f, holds[finding_key(f)]) if finding_key(f) in holds else f
+            for f in plan.findings
+        ]
+    plan.findings = _demote_broken_groups(plan, allowed)
+    return plan
+
+
+def _auto(findings: list[Finding], key: FindingKey) -> bool:
+    return any(finding_key(f) == key and f.autofix is not None for f in findings)
+
+
+def _demote_broken_groups(plan: Plan, allowed: Collection[Applicability]) -> list[Finding]:
+    """Members of a group that lost a member are held too, saying which member."""
+    _, held = fix_units(plan.findings, allowed)
+    group_holds = {
+        finding_key(h.finding): h.reason
+        for h in held
+        if h.finding.autofix is not None
+        and h.finding.autofix.group is not None
+        and "its group also needs" in h.reason
+    }
+    plan.held.update(group_holds)
+    return [
+        demote(f, group_holds[finding_key(f)]) if finding_key(f) in group_holds else f
+        for f in plan.findings
+    ]
+
+
+# --------------------------------------------------------------------------- rules
+
+
+def tracer_filters_stay_while_traces_do(ctx: Context) -> dict[FindingKey, str]:
+    """MIG118: a TracerWarning filter is dead only when no trace stays in its file."""
+    holds: dict[FindingKey, str] = {}
+    filters = [f for f in ctx.findings if f.rule == "MIG118" and f.autofix is not None]
+    for flt in filters:
+        if not all(code in ctx.selected for code in TRACE_RULES):
+            holds[finding_key(flt)] = (
+                "the tool cannot tell whether a trace stays in this file while "
+                f"{'/'.join(TRACE_RULES)} are not selected"
+            )
+            continue
+        staying = [
+            f
+            for f in ctx.by_path(flt.path)
+            if f.rule in TRACE_RULES and finding_key(f) not in ctx.written
+        ]
+        if staying:
+            lines = ", ".join(str(f.line) for f in staying)
+            holds[finding_key(flt)] = (
+                f"the trace{'s' * (len(staying) > 1)} on line{'s' * (len(staying) > 1)} "
+                f"{lines} stay{'s' * (len(staying) == 1)} TorchScript and still warn"
+            )
+    return holds
+
+
+def _at(ctx: Context, rules: tuple[str, ...], display: str, line: int, column: int):
+    return [
+        f
+        for f in ctx.findings
+        if f.rule in rules and f.path == display and f.line == line and f.column == column
+    ]
+
+
+def _with_fix(ctx: Context, rules: tuple[str, ...]) -> list[Finding]:
+    """The findings of these rules that still carry a fix."""
+    return [f for f in ctx.findings if f.rule in rules and f.autofix is not None]
+
+
+def _where(span) -> str:
+    return f"{span.display}:{span.line}"
+
+
+def _stays(ctx: Context, findings: list[Finding]) -> bool:
+    """No finding at a site, or one whose fix this run does not write: it stays TorchScript."""
+    return not findings or not any(finding_key(f) in ctx.written for f in findings)
+
+
+def loaders_move_with_their_writers(ctx: Context) -> dict[FindingKey, str]:
+    """A loader reads the new format only when every writer of its file writes it, in the
+    same run; a writer changes format only when every reader of its file follows."""
+    facts = ctx.facts
+    if facts is None:
+        return {}
+    holds: dict[FindingKey, str] = {}
+    for f in ctx.findings:
+        # A load the facts cannot place (called through an alias from another module...).
+        if f.rule in CONSUMER_RULES and f.autofix is not None:
+            if facts.site_at(f.path, f.line, f.column) is None:  # type: ignore[attr-defined]
+                holds[finding_key(f)] = (
+                    "the tool cannot follow which file this load reads, nor what writes it"
+                )
+    for site in facts.sites:  # type: ignore[attr-defined]
+        rules = CONSUMER_RULES if site.role == "consumer" else PRODUCER_RULES
+        mine = [f for f in _at(ctx, rules, *site.span.start) if f.autofix is not None]
+        if not mine or not any(finding_key(f) in ctx.written for f in mine):
+            continue
+        reason = None
+        if site.role == "consumer":
+            producers = facts.producers_of(site)  # type: ignore[attr-defined]
+            if site.key is None and site.basename is None:
+                reason = (
+                    "it reads a path chosen at run time; the tool cannot see what writes it. "
+                    "Once that file is converted (`migrate convert`), load the `.pt2`/`.pte`"
+                ) + _recorded_load(site)  # issue 28
+            elif not producers:
+                reason = (
+                    f"nothing in the repository writes `{site.file_name}`: convert that archive "
+                    "with `migrate convert` first, then load the file it writes"
+                )
+            else:
+                staying = [
+                    p for p in producers if _stays(ctx, _at(ctx, PRODUCER_RULES, *p.span.start))
+                ]
+                if staying:
+                    reason = (
+                        f"`{site.file_name}` is written by {_where(staying[0].span)}, which "
+                        "stays TorchScript in this run"
+                    )
+        else:
+            consumers = facts.consumers_of(site)  # type: ignore[attr-defined]
+            staying = [c for c in consumers if _stays(ctx, _at(ctx, CONSUMER_RULES, *c.span.start))]
+            if staying:
+                reason = (
+                    f"`{site.file_name}` is read by {_where(staying[0].span)}, which stays "
+                    "TorchScript in this run"
+                )
+        if reason is None and site.file_name is not None:
+            reason = _renamed_apart(facts, site)
+        if reason is not None:
+            for f in mine:
+                holds[finding_key(f)] = reason
+    return holds
+
+
+def _recorded_load(site) -> str:
+    """issue 28: what a `migrate record` run saw this load read, and what wrote it."""
+    if "migrate.record.evidence" not in sys.modules:
+        return ""
+    from migrate.record.hooks import runtime_load_note
+
+    note = runtime_load_note(site.span.display, site.span.line)
+    return f"; {note}" if note else ""
+
+
+def _renamed_apart(facts, site) -> str | None:
+    """Writers and readers of one file must rename it alike: all at a literal in the call,
+    or all through one shared constant (which the rewrite leaves as it is)."""
+    linked = [site, *facts.producers_of(site), *facts.consumers_of(site)]
+    # The rewrite renames a literal written in the call; a constant defined elsewhere stays.
+    inline = {
+        s.basename is not None
+        or (s.path_def is not None and s.path is not None and _inside(s.path_def, s.path))
+        for s in linked
+    }
+    if len(inline) > 1:
+        return (
+            f"`{site.file_name}` is named at the call in some places and through a constant in "
+            "others: the rename to the new extension would split them; name it one way"
+        )
+    return None
+
+
+def _inside(inner, outer) -> bool:
+    return (
+        inner.display == outer.display
+        and (inner.line, inner.column)
+        >= (
+            outer.line,
+            outer.column,
+        )
+        and (inner.end_line, inner.end_column) <= (outer.end_line, outer.end_column)
+    )
+
+
+def captures_move_with_every_use(ctx: Context) -> dict[FindingKey, str]:
+    """A capture whose value is used outside the scope the rewrite edits (imported by another
+    module, read in another function) would hand those uses an ExportedProgram."""
+    facts = ctx.facts
+    if facts is None:
+        return {}
+    holds: dict[FindingKey, str] = {}
+    for f in _with_fix(ctx, CAPTURE_RULES):
+        uses = facts.external_uses(f.path, f.line, f.column)  # type: ignore[attr-defined]
+        if not uses:
+            continue
+        special = [u for u in uses if u.torchscript_only]
+        use = special[0] if special else uses[0]
+        if special:
+            why = f"`.{use.attribute}` only exists on a TorchScript module"
+        elif use.kind == "import" or use.module and use.span.display != f.path:
+            why = "another module imports it and would get an ExportedProgram"
+        else:
+            why = "it is read outside the scope the rewrite follows"
+        holds[finding_key(f)] = f"its result is used at {_where(use.span)}: {why}"
+    return holds
+
+
+def captures_wait_for_their_forward(ctx: Context) -> dict[FindingKey, str]:
+    """export runs forward as Python: a forward that branches on tensor values (a MIG131
+    finding that stays) or calls an @torch.jit.ignore/unused method cannot be exported."""
+    facts = ctx.facts
+    if facts is None:
+        return {}
+    holds: dict[FindingKey, str] = {}
+    for f in _with_fix(ctx, CAPTURE_RULES):
+        captured = facts.class_of_capture(f.path, f.line, f.column)  # type: ignore[attr-defined]
+        if captured is None:
+            continue
+        if captured.blockers:
+            b = captured.blockers[0]
+            holds[finding_key(f)] = (
+                f"`{captured.class_name}.forward` reaches `{b.method}` ({b.display}:{b.line}), "
+                f"marked `@{b.decorator}`: export would run its Python"
+            )
+            continue
+        spans = [m.span for m in captured.methods] or (
+            [captured.forward] if captured.forward else []
+        )
+        for branch in ctx.findings:
+            if branch.rule != "MIG131" or finding_key(branch) in ctx.written:
+                continue
+            if any(_covers(span, branch) for span in spans):
+                holds[finding_key(f)] = (
+                    f"`{captured.class_name}` branches on tensor values at "
+                    f"{branch.path}:{branch.line} (MIG131), which stays"
+                )
+                break
+    return holds
+
+
+def _covers(span, f: Finding) -> bool:
+    return span.display == f.path and span.line <= f.line <= span.end_line
+
+
+def typing_stays_while_scripted(ctx: Context) -> dict[FindingKey, str]:
+    """`@torch.jit.ignore`, `torch.jit.annotate`, `_overload`, `Final`, `Attribute`... tell the
+    scripting compiler what to skip or how to type a value: removing them is right only once
+    nothing scripts that code. A `torch.jit.script` that stays TorchScript keeps them in the
+    files its class can reach (its module and what that imports); when the tool cannot tell
+    what it scripts, everywhere."""
+    facts = ctx.facts
+    if facts is None:
+        return {}
+    typed = _with_fix(ctx, TYPING_RULES)
+    if not typed:
+        return {}
+    holds: dict[FindingKey, str] = {}
+    for capture in facts.captures:  # type: ignore[attr-defined]
+        if capture.api != "torch.jit.script":
+            continue
+        # A finding keeps the first reason it is given: only the others can change.
+        typed = [f for f in typed if finding_key(f) not in holds]
+        if not typed:
+            break
+        start = capture.call.start
+        if not _stays(ctx, _at(ctx, ("MIG101",), *start)):
+            continue
+        captured = facts.class_of_capture(*start)  # type: ignore[attr-defined]
+        if captured is None:
+            reach = None
+            why = (
+                f"the `torch.jit.script` at {_where(capture.call)} stays and the tool cannot "
+                "tell what it compiles; the scripting compiler reads this"
+            )
+        else:
+            paths = {f.path for f in typed}
+            reach = facts.reached(captured.display, paths)  # type: ignore[attr-defined]
+            why = (
+                f"`{captured.class_name}` is still scripted at {_where(capture.call)}, and the "
+                "scripting compiler reads this"
+            )
+        for f in typed:
+            if reach is None or f.path in reach:
+                holds.setdefault(finding_key(f), why)
+    return holds
+
+
+def writers_wait_for_native_readers(ctx: Context) -> dict[FindingKey, str]:
+    """A C++/Android/iOS loader (MIG4xx) of the same archive cannot read what the rewritten
+    writer would produce: the writer stays until that serving code moves (by hand)."""
+    holds: dict[FindingKey, str] = {}
+    for f in ctx.findings:
+        served = f.get("served_by")
+        if f.rule in PRODUCER_RULES and f.autofix is not None and served:
+            archive, path, line, rule = served[0]
+            holds[finding_key(f)] = (
+                f"serving code outside Python loads `{archive}` ({path}:{line}, {rule}): it "
+                "stays TorchScript until that loader moves to ExecuTorch"
+            )
+    return holds
+
+
+PLANNING_RULES: list[PlanningRule] = [
+    writers_wait_for_native_readers,
+    tracer_filters_stay_while_traces_do,
+    loaders_move_with_their_writers,
+    captures_move_with_every_use,
+    captures_wait_for_their_forward,
+    typing_stays_while_scripted,
+]

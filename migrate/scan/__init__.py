@@ -1,0 +1,12 @@
+"""Stage 1, scan: find every TorchScript use and CUDA 12.8 pin, file by file.
+
+In: the paths named on the command line and a ScanOptions (rules, excludes, CUDA target).
+Out: a ScanResult (findings with their fixes, error records) and, on the Scanner, what the
+later stages read: the jobs by display path, each file's result (hints for the facts), the
+resolved re-exports and the repository pass's merged facts.
+
+discover.py lists the files (git-aware, excludes); textsearch.py is the text prefilter;
+astwalk.py and pyscope.py parse once and resolve names; checkset.py picks the checks
+(migrate/checks/) and walker.py runs them in one pass; engine.py is the scanner (workers,
+re-exports, repository pass); cache.py keeps results between runs.
+"""

@@ -1,0 +1,216 @@
+"""The package's layout is its pipeline: scan -> facts -> plan -> fix -> report.
+
+Read from the source with `ast` (nothing of the package is imported): every import between
+modules of the package, at module level or inside a function, absolute or relative. No two
+modules may import each other, directly or through others, and no stage may import a later
+one. The order:
+
+- shared vocabulary: findings, config, registry, gitsafe, safe_read (and the package's
+  __init__);
+- scan: migrate/scan/ and migrate/checks/ (the checks are what the scanner runs: a check sees
+  one file, and the facts and the fixer reuse their helpers, as later stages may) and
+  migrate/record/ (what `migrate record` saw is an input the checks read, like the source);
+- facts, then plan, then fix;
+- migrate/pipeline/: each command's orchestrator, calling the stages in order;
+- report (the migration plan's report runs the apply pipeline as a dry run);
+- migrate/cli/ (the command line) may import everything.
+
+migrate/verify/ stands apart: it imports only the shared vocabulary, the scan stage (it reads
+a model's source as the checks do: MIG131's branch analysis) and itself, and only the command
+line imports it.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "migrate"
+
+SHARED, SCAN, FACTS, PLAN, FIX, PIPELINE, REPORT, CLI = range(8)
+VERIFY = -1  # apart from the pipeline
+LAYERS = {
+    "": SHARED,  # the package's __init__ (its version)
+    "findings": SHARED,
+    "config": SHARED,
+    "registry": SHARED,
+    "gitsafe": SHARED,
+    "safe_read": SHARED,
+    "scan": SCAN,
+    "checks": SCAN,
+    "record": SCAN,
+    "facts": FACTS,
+    "plan": PLAN,
+    "fix": FIX,
+    "pipeline": PIPELINE,
+    "report": REPORT,
+    "cli": CLI,
+    "__main__": CLI,
+    "verify": VERIFY,
+}
+NAMES = {SHARED: "shared", SCAN: "scan", FACTS: "facts", PLAN: "plan", FIX: "fix"}
+NAMES.update({PIPELINE: "pipeline", REPORT: "report", CLI: "cli", VERIFY: "verify"})
+
+
+def modules(root: Path) -> dict[str, tuple[Path, bool]]:
+    """{dotted name: (file, is a package)} of every module under the package folder `root`."""
+    found = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = [root.name, *path.relative_to(root).with_suffix("").parts]
+        package = parts[-1] == "__init__"
+        found[".".join(parts[:-1] if package else parts)] = (path, package)
+    return found
+
+
+def imports(root: Path) -> dict[str, set[str]]:
+    """{module: the package's modules it imports}, each import resolved to the deepest
+    module it names (`from pkg.scan import engine` -> pkg.scan.engine)."""
+    mods = modules(root)
+    out: dict[str, set[str]] = {}
+    for name, (path, package) in mods.items():
+        targets: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, ast.Import):
+                wanted = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    here = name.split(".") if package else name.split(".")[:-1]
+                    here = here[: len(here) - (node.level - 1)]
+                    base = ".".join([*here, base] if base else here)
+                wanted = [f"{base}.{alias.name}" for alias in node.names]
+            else:
+                continue
+            for target in wanted:
+                while target and target not in mods:
+                    target = target.rpartition(".")[0]
+                if target and target != name:
+                    targets.add(target)
+        out[name] = targets
+    return out
+
+
+def layer(module: str) -> int | None:
+    parts = module.split(".")
+    return LAYERS.get(parts[1] if len(parts) > 1 else "")
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def problems(root: Path) -> list[str]:
+    graph = imports(root)
+    found = [f"import circle: {' -> '.join(group)}" for group in circles(graph)]
+    for module in sorted(graph):
+        here = layer(module)
+        if here is None:
+            found.append(f"{module}: no stage (add its package to LAYERS in {Path(__file__).name})")
+            continue
+        for target in sorted(graph[module]):
+            there = layer(target)
+            if there is None:
+                continue  # reported as the module it is
+            if here == VERIFY:
+                if there not in (SHARED, SCAN, VERIFY):
+                    found.append(f"{module} (verify) imports {target} ({NAMES[there]})")
+            elif there == VERIFY:
+                if here != CLI:
+                    found.append(f"{module} ({NAMES[here]}) imports {target}: only cli/ may")
+            elif there > here:
+                found.append(
+                    f"{module} ({NAMES[here]}) imports {target}: {NAMES[there]} is a later stage"
+                )
+    return found
+
+
+def test_the_package_has_no_circle_and_no_backward_import():
+    assert PACKAGE.is_dir()
+    assert len(modules(PACKAGE)) > 100  # the real package, not an empty folder
+    assert problems(PACKAGE) == []
+
+
+def _package(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = root / "migrate" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root / "migrate"
+
+
+CLEAN = {
+    "__init__.py": "",
+    "findings.py": "",
+    "scan/__init__.py": "",
+    "scan/engine.py": "from migrate import findings\n",
+    "fix/__init__.py": "",
+    "fix/fixer.py": "from ..scan import engine\nfrom migrate.findings import Finding\n",
+    "cli/__init__.py": "from migrate.fix import fixer\nimport migrate.verify.load\n",
+    "verify/__init__.py": "",
+    "verify/errors.py": "",
+    "verify/load.py": "from . import errors\nfrom migrate.findings import Finding\n",
+}
+
+
+def test_the_checker_passes_a_package_that_flows_one_way(tmp_path):
+    root = _package(tmp_path, CLEAN)
+    assert imports(root)["migrate.fix.fixer"] == {"migrate.scan.engine", "migrate.findings"}
+    assert problems(root) == []
+
+
+def test_the_checker_fails_on_a_backward_import_inside_a_function(tmp_path):
+    late = "def run():\n    from ..fix.fixer import apply_edits\n    return apply_edits\n"
+    root = _package(tmp_path, {**CLEAN, "scan/walker.py": late})
+    assert problems(root) == [
+        "migrate.scan.walker (scan) imports migrate.fix.fixer: fix is a later stage"
+    ]
+
+
+def test_the_checker_fails_on_a_circle_and_on_crossing_into_verify(tmp_path):
+    files = {
+        **CLEAN,
+        "scan/engine.py": "from migrate.scan import walker\n",
+        "scan/walker.py": "import migrate.verify.load\nfrom . import engine\n",
+        "facts/__init__.py": "",
+        "verify/load.py": "from migrate import facts\n",
+    }
+    assert problems(_package(tmp_path, files)) == [
+        "import circle: migrate.scan.engine -> migrate.scan.walker",
+        "migrate.scan.walker (scan) imports migrate.verify.load: only cli/ may",
+        "migrate.verify.load (verify) imports migrate.facts (facts)",
+    ]
+
+
+def test_a_module_outside_every_stage_is_named(tmp_path):
+    root = _package(tmp_path, {**CLEAN, "helpers.py": "from migrate.scan import engine\n"})
+    assert problems(root) == [
+        "migrate.helpers: no stage (add its package to LAYERS in test_layers.py)"
+    ]
