@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import tempfile
 from collections.abc import Callable
 from typing import Any
 
@@ -36,8 +37,16 @@ def _connect(ray: Any, address: str | None, n_jobs: int | None) -> bool:
         kwargs["include_dashboard"] = False
         if n_jobs:
             kwargs["num_cpus"] = n_jobs
+    # Ray puts the driver's current folder on its workers' sys.path: start it from an empty
+    # folder, so that nothing in the folder the batch was started from is imported there.
+    here = os.getcwd()
     try:
-        ray.init(**kwargs)
+        with tempfile.TemporaryDirectory(prefix="migrate-ray-") as empty:
+            os.chdir(empty)
+            try:
+                ray.init(**kwargs)
+            finally:
+                os.chdir(here)
     except Exception as exc:
         where = address or "a local instance"
         raise VerifyError("usage", f"--ray: cannot start or join {where}: {exc}") from None
