@@ -184,7 +184,7 @@ def checked_entries(path: Path, zf: zipfile.ZipFile, size: int | None = None) ->
                 f"(over {MAX_RATIO} times: a zip bomb)"
             )
         elif not _is_data(name) and info.file_size > MAX_CODE_BYTES:
-            why = f"declares {info.file_size} bytes (over the {MAX_CODE_BYTES // MiB} MiB limit)"
+            why = f"declares {info.file_size} bytes (over the limit of {MAX_CODE_BYTES} bytes)"
         if why:
             raise ArchiveUnreadable(f"{path}: refusing to read: {name} {why}")
         if _is_data(name):
