@@ -65,6 +65,7 @@ DENIED_NAMES = frozenset(
         "open",
         "system",
         "popen",
+        "load_library",  # torch.ops.load_library: a shared library's code runs
         # TorchScript's RPC builtins: they send work to other machines.
         "rpc_async",
         "rpc_sync",
@@ -481,9 +482,10 @@ def audit_source(text: str, file: str) -> list[Finding]:
 
 
 def _is_code(name: str) -> bool:
-    # Every .py entry, in any case and any folder: torch looks code/<name>.py up without
-    # case, so `CODE/__torch__.PY` is code too.
-    return name.lower().endswith(".py")
+    # Every .py entry under a code/ folder, in any case: torch looks code/<name>.py up
+    # without case, so `CODE/__torch__.PY` is code too.
+    low = name.lower()
+    return low.endswith(".py") and "/code/" in f"/{low}"
 
 
 def audit_archive(path: Path, code: bool = True) -> list[str]:
@@ -713,7 +715,8 @@ def _audit_pt2_entries(path: Path, zf: zipfile.ZipFile, infos: list) -> None:
         if not config.endswith("_config.json"):
             continue
         doc = json.loads(_read(zf, by_name[config]))
-        for fqn, meta in (doc.get("config") or {}).items():
+        payloads = doc.get("config") if isinstance(doc, dict) else None
+        for fqn, meta in (payloads if isinstance(payloads, dict) else {}).items():
             if isinstance(meta, dict) and meta.get("use_pickle"):
                 raise _Pt2Refusal(
                     f"{config}: {fqn} is a pickled tensor (torch.export.load unpickles it "

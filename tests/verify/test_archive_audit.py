@@ -160,6 +160,16 @@ def test_zip_bomb_is_one_line_without_memory(base, tmp_path, entry, command):
     assert not (tmp_path / "out").exists()
 
 
+def test_inputs_file_bomb_is_refused_before_torch_reads_it(base, invoke, tmp_path):
+    plain = tmp_path / "inputs.pt"
+    torch.save((torch.zeros(3),), plain)
+    bomb = ha.with_bomb(plain, tmp_path / "bomb_inputs.pt", "data/0", 512 << 20)
+    result = invoke("verify", base, "--inputs", bomb, "--device", "cpu", "--samples", "0")
+    assert result.exit_code == 2
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith(f"error: inputs: {bomb}: refusing to read: ") and "zip bomb" in line
+
+
 def test_data_total_limit_is_configurable_and_kept_with_trust(base, invoke, monkeypatch, tmp_path):
     monkeypatch.setenv(audit.DATA_LIMIT_ENV, "8")
     result = invoke(*_args("verify", base, tmp_path), "--trust-archive")
