@@ -145,9 +145,9 @@ def max_data_bytes() -> int:
 
 
 def _is_data(name: str) -> bool:
-    """A tensor payload: ``<archive>/data/...`` (not ``data.pkl``)."""
+    """A tensor payload: ``<archive>/data/...`` (not ``data.pkl``, not ``code/data/x.py``)."""
     parts = name.lower().split("/")
-    return "data" in parts[:-1]
+    return (len(parts) > 2 and parts[1] == "data") or (len(parts) > 1 and parts[0] == "data")
 
 
 def checked_entries(path: Path, zf: zipfile.ZipFile, size: int | None = None) -> list:

@@ -382,7 +382,10 @@ def worker_path() -> list[str]:
     """This process's sys.path for a worker: the folder holding ``migrate`` first, then
     every absolute entry but the current folder (``''`` and relative entries are it)."""
     root = str(Path(__file__).resolve().parents[2])
-    cwd = os.path.realpath(os.getcwd())
+    try:
+        cwd = os.path.realpath(os.getcwd())
+    except FileNotFoundError:  # the current folder was removed: nothing to leave out
+        cwd = None
     keep = [root]
     for entry in sys.path:
         if not entry or not os.path.isabs(entry) or entry in keep:

@@ -383,7 +383,9 @@ def test_ray_starts_from_an_empty_folder(tmp_path, monkeypatch):
             seen["cwd"], seen["entries"] = os.getcwd(), os.listdir(".")
 
     (tmp_path / "typing.py").write_text("")
+    empty = tmp_path / "empty"
+    empty.mkdir()
     monkeypatch.chdir(tmp_path)
-    assert ray_runner._connect(FakeRay(), None, 1) is True
-    assert seen["cwd"] != str(tmp_path) and seen["entries"] == []
+    assert ray_runner._connect(FakeRay(), None, 1, str(empty)) is True
+    assert seen["cwd"] == str(empty) and seen["entries"] == []
     assert os.getcwd() == str(tmp_path)
