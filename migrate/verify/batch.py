@@ -369,6 +369,38 @@ def _kill(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
+#: The worker's start: ``python -I`` puts neither the current folder nor PYTHONPATH on
+#: sys.path (so a ``typing.py`` or ``migrate/`` in the folder the batch was started from is
+#: never imported); the path is then set to this process's own, less the current folder.
+_BOOTSTRAP = (
+    "import json, sys; sys.path[:] = json.loads(sys.argv.pop(1)); "
+    "from migrate.verify.batch import _worker_main; sys.exit(_worker_main(sys.argv[1:]))"
+)
+
+
+def worker_path() -> list[str]:
+    """This process's sys.path for a worker: the folder holding ``migrate`` first, then
+    every absolute entry but the current folder (``''`` and relative entries are it)."""
+    root = str(Path(__file__).resolve().parents[2])
+    try:
+        cwd = os.path.realpath(os.getcwd())
+    except FileNotFoundError:  # the current folder was removed: nothing to leave out
+        cwd = None
+    keep = [root]
+    for entry in sys.path:
+        if not entry or not os.path.isabs(entry) or entry in keep:
+            continue
+        if os.path.realpath(entry) == cwd:
+            continue
+        keep.append(entry)
+    return keep
+
+
+def worker_command(*args: str) -> list[str]:
+    """The command line of an isolated ``migrate.verify.batch`` worker (Python 3.10+)."""
+    return [sys.executable, "-I", "-c", _BOOTSTRAP, json.dumps(worker_path()), *args]
+
+
 def run_job(job_doc: dict[str, Any], threads: int | None = None) -> dict[str, Any]:
     """Run one archive in a fresh ``python -m migrate.verify.batch`` process; the result
     record. Used by the local pool and, inside a Ray task, by the cluster runner.
@@ -384,7 +416,7 @@ def run_job(job_doc: dict[str, Any], threads: int | None = None) -> dict[str, An
     with tempfile.TemporaryDirectory(prefix="migrate-batch-") as tmp:
         job_file, result_file = Path(tmp) / "job.json", Path(tmp) / "result.json"
         job_file.write_text(json.dumps(job_doc))
-        cmd = [sys.executable, "-m", "migrate.verify.batch", str(job_file), str(result_file)]
+        cmd = worker_command(str(job_file), str(result_file))
         proc = subprocess.Popen(
             cmd,
             stdout=subprocess.DEVNULL,
@@ -431,11 +463,10 @@ def _precheck(path: Path, trust: bool) -> None:
         raise VerifyError("load", f"no such file: {path}")
     if not zipfile.is_zipfile(path):
         raise VerifyError("load", f"{path} is not a TorchScript archive (not a zip archive)")
-    if not trust:
-        try:
-            audit_archive(path)
-        except (ArchiveRefused, ArchiveUnreadable) as exc:
-            raise VerifyError("audit", str(exc)) from exc
+    try:
+        audit_archive(path, code=not trust)  # the zip's sizes and names: always
+    except (ArchiveRefused, ArchiveUnreadable) as exc:
+        raise VerifyError("audit", str(exc)) from exc
 
 
 def _max_errors(cells: Iterable[Any]) -> dict[str, dict[str, Any]]:

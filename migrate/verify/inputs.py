@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import zipfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -190,11 +191,28 @@ def _random_tensor(
     return torch.randint(lo, hi + 1, shape, generator=gen, dtype=torch.int64).to(dtype)
 
 
+def _check_inputs_zip(path: Path) -> None:
+    """A zip-format inputs file is refused before torch reads it when its sizes could
+    exhaust memory (a zip bomb) or two entries share a name (see audit.checked_entries)."""
+    from migrate.verify.audit import ArchiveUnreadable, checked_entries
+
+    if not zipfile.is_zipfile(path):
+        return
+    try:
+        with zipfile.ZipFile(path) as zf:
+            checked_entries(path, zf)
+    except ArchiveUnreadable as exc:
+        raise VerifyError("inputs", str(exc)) from exc
+    except (OSError, zipfile.BadZipFile, ValueError) as exc:
+        raise VerifyError("inputs", f"cannot read inputs file {path}: {exc}") from exc
+
+
 def load_inputs_file(path: str | Path) -> tuple[Any, ...]:
     """Load a ``torch.save``-d tuple (or list, or single tensor) of example values."""
     p = Path(path)
     if not p.exists():
         raise VerifyError("usage", f"inputs file not found: {p}")
+    _check_inputs_zip(p)
     try:
         obj = torch.load(p, map_location="cpu", weights_only=True)
     except Exception as exc:

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from migrate.verify.audit import ArchiveRefused, ArchiveUnreadable, audit_archive
+from migrate.verify.audit import ArchiveRefused, ArchiveUnreadable, audit_archive, audit_pt2
 from migrate.verify.errors import VerifyError, describe
 
 
@@ -69,11 +69,10 @@ def load_archive(path: str | Path, trust: bool = False) -> Any:
         if any("serialized_exported_program" in n or "models/" in n for n in names):
             hint = " (it looks like a torch.export .pt2 archive)"
         raise VerifyError("load", f"{p} is not a TorchScript archive{hint}")
-    if not trust:
-        try:
-            audit_archive(p)
-        except (ArchiveRefused, ArchiveUnreadable) as exc:
-            raise VerifyError("audit", str(exc)) from exc
+    try:
+        audit_archive(p, code=not trust)  # the zip's sizes and names are checked always
+    except (ArchiveRefused, ArchiveUnreadable) as exc:
+        raise VerifyError("audit", str(exc)) from exc
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -82,9 +81,15 @@ def load_archive(path: str | Path, trust: bool = False) -> Any:
         raise VerifyError("load", f"cannot load TorchScript archive {p}: {describe(exc)}") from exc
 
 
-def load_pt2(path: str | Path) -> Any:
+def load_pt2(path: str | Path, trust: bool = False) -> Any:
+    """``torch.export.load`` of a .pt2 given by the user, after its audit unless ``trust``
+    (torch.export.load unpickles and evaluates parts of the archive)."""
     p = Path(path)
     _check_zip(p, "a torch.export .pt2 archive", "")
+    try:
+        audit_pt2(p, trust)
+    except ArchiveUnreadable as exc:
+        raise VerifyError("audit", str(exc)) from exc
     try:
         return torch.export.load(str(p))
     except Exception as exc:

@@ -330,7 +330,7 @@ def _candidate_from_spec(spec: str, cfg: VerifyConfig, ep_for_pte: Any = None) -
     suffix = path.suffix.lower()
     if suffix == ".pt2":
         try:
-            ep = load.load_pt2(path)
+            ep = load.load_pt2(path, cfg.trust_archive)
         except VerifyError as exc:
             return rn.Candidate(path.name, "pt2", spec, error=exc)
         return rn.Candidate(path.name, "pt2", spec, make=lambda d, e=ep: rn.ep_runner(e, d), ep=ep)

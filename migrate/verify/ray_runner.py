@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import tempfile
 from collections.abc import Callable
 from typing import Any
 
@@ -23,7 +24,7 @@ def ray_available() -> bool:
     return importlib.util.find_spec("ray") is not None
 
 
-def _connect(ray: Any, address: str | None, n_jobs: int | None) -> bool:
+def _connect(ray: Any, address: str | None, n_jobs: int | None, empty: str) -> bool:
     """Join ``address`` (or RAY_ADDRESS), or start a local instance; True when we started
     it (and so shut it down). A session the caller already started is reused."""
     if ray.is_initialized():
@@ -36,8 +37,16 @@ def _connect(ray: Any, address: str | None, n_jobs: int | None) -> bool:
         kwargs["include_dashboard"] = False
         if n_jobs:
             kwargs["num_cpus"] = n_jobs
+    # Ray puts the driver's current folder on its workers' sys.path (and a local instance's
+    # workers start in it): start it from an empty folder, which lives as long as the
+    # session, so that nothing in the folder the batch was started from is imported there.
+    here = os.getcwd()
     try:
-        ray.init(**kwargs)
+        os.chdir(empty)
+        try:
+            ray.init(**kwargs)
+        finally:
+            os.chdir(here)
     except Exception as exc:
         where = address or "a local instance"
         raise VerifyError("usage", f"--ray: cannot start or join {where}: {exc}") from None
@@ -52,9 +61,15 @@ def run_on_ray(
 ) -> None:
     import ray
 
+    with tempfile.TemporaryDirectory(prefix="migrate-ray-") as empty:
+        _run(ray, jobs, _connect(ray, address, n_jobs, empty), finished)
+
+
+def _run(
+    ray: Any, jobs: list[dict[str, Any]], started: bool, finished: Callable[[dict[str, Any]], None]
+) -> None:
     from migrate.verify.batch import Job, run_job
 
-    started = _connect(ray, address, n_jobs)
     try:
         remote = ray.remote(run_job)
         refs = {}
