@@ -26,7 +26,7 @@ from migrate.fixer import (
     take_units,
     write_atomic,
 )
-from migrate.fixplan import finding_key, plan_fixes
+from migrate.fixplan import attach_unlocks, finding_key, plan_fixes
 
 
 @dataclass
@@ -126,9 +126,10 @@ def run_apply(
     scanner = Scanner(options, progress)
     scan = scanner.scan(paths)
     allowed = WITH_UNSAFE if unsafe_fixes else WRITABLE
+    attach_unlocks(scanner, scan)
     # The scan planned for every fix; this run writes fewer (no unsafe ones, say), which
     # can hold more back: a loader whose writer stays TorchScript stays too.
-    plan = plan_fixes(scan.findings, allowed, scanner.codes, scanner.facts())
+    plan = plan_fixes(scan.findings, allowed, scanner.codes, scanner.facts(), intent=options.intent)
     scan.findings = plan.findings
     result = ApplyResult(scan, errors=list(scan.errors))
     units, held = fix_units(plan.findings, allowed)

@@ -11,6 +11,9 @@ import tomllib
 
 CUDA_TARGETS = ("13.0", "13.2")
 FORMATS = ("text", "json", "sarif", "github")
+# What the repository wants from the migration (README "Migration intent").
+INTENTS = ("drop", "keep-scriptable")
+SCRIPTED_FUNCTIONS = ("eager", "compile")
 KNOWN_KEYS = (
     "select",
     "ignore",
@@ -23,6 +26,8 @@ KNOWN_KEYS = (
     "verify",
     "test",
     "test-timeout",
+    "intent",
+    "scripted-functions",
 )
 VERIFY_KEYS = {"rtol": float, "atol": float, "samples": int, "seed": int, "device": str}
 
@@ -44,6 +49,8 @@ class Config:
     verify: dict[str, Any] = field(default_factory=dict)
     test: str | None = None  # apply --test
     test_timeout: float | None = None
+    intent: str | None = None  # None: decide per site (today's behaviour)
+    scripted_functions: str = "eager"
 
 
 def find_pyproject(paths: list[str]) -> Path | None:
@@ -178,6 +185,12 @@ def load_config(path: Path) -> Config:
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
                 raise ConfigError(f"{where}: `test-timeout` must be a number of seconds above 0")
             config.test_timeout = float(value)
+        elif key in ("intent", "scripted-functions"):
+            choices = INTENTS if key == "intent" else SCRIPTED_FUNCTIONS
+            if not isinstance(value, str) or value not in choices:
+                said = " or ".join(f'"{c}"' for c in choices)
+                raise ConfigError(f"{where}: `{key}` must be {said}, not {value!r}")
+            setattr(config, key.replace("-", "_"), value)
         else:
             raise ConfigError(
                 f"{where}: unknown key `{key}` (known: {', '.join(sorted(KNOWN_KEYS))})"

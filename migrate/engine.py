@@ -60,6 +60,8 @@ class ScanOptions:
     exclude: list[str] = field(default_factory=list)
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
     cuda: str = "13.0"
+    intent: str | None = None  # drop | keep-scriptable | None (per site)
+    scripted_functions: str = "eager"  # eager | compile
     jobs: int | None = None
     use_git: bool = True
     cache: bool = True
@@ -480,7 +482,11 @@ class Scanner:
     def __init__(self, options: ScanOptions, progress: Callable[[int], None] | None = None):
         self.options = options
         self.codes = options.codes()
-        self.check_options = {"cuda": options.cuda}
+        self.check_options = {
+            "cuda": options.cuda,
+            "intent": options.intent,
+            "scripted_functions": options.scripted_functions,
+        }
         _worker_init(self.codes, self.check_options, options.per_file_ignores)
         self.checks: CheckSet = _WORKER_STATE["checks"]  # type: ignore[assignment]
         self.progress = progress
@@ -614,7 +620,11 @@ class Scanner:
             from migrate.analysis.serving import link_serving
 
             out.findings = link_serving(out.findings, lambda: self.facts(force=True))
-        out.findings = plan_fixes(out.findings, WITH_UNSAFE, self.codes, self.facts()).findings
+        self._unplanned = out.findings
+        out.intent = self.options.intent
+        out.findings = plan_fixes(
+            out.findings, WITH_UNSAFE, self.codes, self.facts(), intent=self.options.intent
+        ).findings
         return out
 
     def _facts_while_workers_run(self, results: dict[str, FileResult]) -> None:
@@ -646,8 +656,35 @@ class Scanner:
             return None
         folder = self.options.cache_dir or default_cache_folder([str(p) for p in paths])
         o = self.options
-        key = (tuple(self.codes), o.cuda, tuple(sorted(o.per_file_ignores.items(), key=str)))
+        key = (
+            tuple(self.codes),
+            o.cuda,
+            tuple(sorted(o.per_file_ignores.items(), key=str)),
+            o.intent,
+            o.scripted_functions,
+        )
         return ResultCache(folder, key)
+
+    def findings_under(self, intent: str, codes: Iterable[str]) -> list[Finding]:
+        """The scan's findings before planning as the checks `codes` judge them under another
+        migration intent: only the files holding a finding of theirs are analysed again, with
+        those checks alone (the repository facts stay)."""
+        unplanned = list(getattr(self, "_unplanned", []))
+        codes = sorted(set(codes) & set(self.codes))
+        paths = sorted({f.path for f in unplanned if f.rule in codes})
+        if not paths:
+            return unplanned
+        other = Scanner(replace(self.options, intent=intent, select=codes, ignore=[]))
+        other.jobs, other.exports, other.repo_facts = self.jobs, self.exports, self.repo_facts
+        again: list[Finding] = []
+        for display in paths:
+            try:
+                text = decode_source(Path(self.jobs[display].path).read_bytes())
+            except (OSError, UnicodeDecodeError, SyntaxError, LookupError):
+                return unplanned
+            again.extend(other.analyze(display, text))
+        kept = [f for f in unplanned if not (f.rule in codes and f.path in paths)]
+        return sorted([*kept, *again], key=lambda f: (f.path, f.line, f.column, f.rule))
 
     def analyze(self, display: str, text: str) -> list[Finding]:
         """Findings for an in-memory version of a scanned file (apply's later rounds)."""

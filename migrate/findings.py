@@ -150,6 +150,9 @@ class ScanResult:
     errors: list[FileError] = field(default_factory=list)
     files_seen: int = 0
     files_parsed: int = 0
+    intent: str | None = None  # the migration intent the fixes were planned for
+    # Without one: the fixes the run would write under each intent (fixplan.intent_unlocks).
+    unlocks: dict[str, int] | None = None
 
     def sort(self) -> None:
         self.findings.sort(key=lambda f: (f.path, f.line, f.column, f.rule))

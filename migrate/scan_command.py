@@ -91,9 +91,9 @@ def os_reason(exc: OSError) -> str:
 
 
 def build_options(
-    paths, select, ignore, exclude, cuda, jobs, config_file, isolated, no_cache=False
+    paths, select, ignore, exclude, cuda, jobs, config_file, isolated, no_cache=False, intent=None
 ):
-    from migrate.config import CUDA_TARGETS, resolve_config
+    from migrate.config import CUDA_TARGETS, INTENTS, resolve_config
     from migrate.engine import ScanOptions
     from migrate.registry import unknown_codes
 
@@ -109,6 +109,8 @@ def build_options(
     cuda_target = cuda or config.cuda
     if cuda_target not in CUDA_TARGETS:
         raise ValueError(f"--cuda must be one of {', '.join(CUDA_TARGETS)}, not {cuda_target}")
+    if intent is not None and intent not in INTENTS:
+        raise ValueError(f"--intent must be one of {', '.join(INTENTS)}, not {intent}")
     # Config excludes are relative to the pyproject's folder, like ruff's.
     excludes = list(exclude or []) + list(config.exclude)
     options = ScanOptions(
@@ -117,6 +119,8 @@ def build_options(
         exclude=excludes,
         per_file_ignores=config.per_file_ignores,
         cuda=cuda_target,
+        intent=intent or config.intent,
+        scripted_functions=config.scripted_functions,
         jobs=jobs,
         cache=not no_cache,
     )
@@ -142,20 +146,24 @@ def run_scan(
     isolated: bool = False,
     no_cache: bool = False,
     debug: bool = False,
+    intent: str | None = None,
 ) -> int:
     """`migrate scan`: write the report, answer the exit code."""
     from migrate.engine import Scanner
+    from migrate.fixplan import attach_unlocks
     from migrate.report import FORMATS
 
     try:
         options, config = build_options(
-            paths, select, ignore, exclude, cuda, jobs, config_file, isolated, no_cache
+            paths, select, ignore, exclude, cuda, jobs, config_file, isolated, no_cache, intent
         )
         fmt = format or config.format
         if fmt not in FORMATS:
             raise ValueError(f"--format must be one of {', '.join(FORMATS)}, not {fmt}")
         with progress_bar(True, "scanning") as progress, debug_env(debug):
-            result = Scanner(options, progress).scan(paths)
+            scanner = Scanner(options, progress)
+            result = scanner.scan(paths)
+            attach_unlocks(scanner, result)
         rendered = FORMATS[fmt](result, color=output is None and use_color())
         # One line per unreadable input, on stderr whatever the format.
         for err in result.errors:

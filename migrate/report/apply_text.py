@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.text import Text
 
 from migrate.findings import FixKind
+from migrate.report.intent import intent_line, shown
 
 
 def _diff_text(diff: str) -> Text:
@@ -84,4 +85,6 @@ def render_apply(result, dry_run: bool, color: bool = False) -> str:
                 kind = f"auto ({f.applicability}), not applied"
             line = f"  {f.path}:{f.line}:{f.column} {f.rule} [{kind}] {f.message}"
             out.print(f"{line} (not applied: {reason})" if reason else line)
+    if shown(result.scan):
+        out.print(intent_line(result.scan))
     return buffer.getvalue()
