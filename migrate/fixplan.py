@@ -18,6 +18,7 @@ nothing); under `keep-scriptable` only what warns in the pinned torch changes
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 
@@ -64,7 +65,9 @@ _TRACING_SYMBOLS = frozenset({"torch.jit.trace", "torch.jit.trace_module"})
 
 def needs_facts(findings: Iterable[Finding]) -> bool:
     """Whether any fix here depends on other files (else the planner needs no facts)."""
-    cross_file = {*CAPTURE_RULES, *PRODUCER_RULES, *CONSUMER_RULES, *TYPING_RULES, "MIG110"}
+    cross_file = {
+        *CAPTURE_RULES, *PRODUCER_RULES, *CONSUMER_RULES, *TYPING_RULES, "MIG110", "MIG117",
+    }  # fmt: skip
     return any(f.autofix is not None and f.rule in cross_file for f in findings)
 
 
@@ -499,6 +502,25 @@ def _held_while_captured(
     return holds
 
 
+def interfaces_go_with_every_use(ctx: Context) -> dict[FindingKey, str]:
+    """Under `drop` an `@torch.jit.interface` class goes with the annotations of its own
+    file; a module elsewhere that names it would fail to import: the class stays."""
+    holds: dict[FindingKey, str] = {}
+    found = [f for f in _with_fix(ctx, ("MIG117",)) if f.get("interface")]
+    if not found:
+        return holds
+    repo = getattr(ctx.facts, "repo", None)
+    if repo is None:
+        return {finding_key(f): "the tool cannot tell which modules name it" for f in found}
+    for f in found:
+        word = re.compile(rf"\b{re.escape(f.get('interface'))}\b")
+        for display, other in repo.files.items():
+            if display != f.path and other.src.text and word.search(other.src.text):
+                holds[finding_key(f)] = f"`{f.get('interface')}` is named in {display} too"
+                break
+    return holds
+
+
 def only_what_warns_changes(ctx: Context) -> dict[FindingKey, str]:
     """Under `keep-scriptable` the repository keeps TorchScript working for its users: a fix
     of a construct that does not warn in the pinned torch (`@torch.jit.ignore`,
@@ -539,4 +561,5 @@ PLANNING_RULES: list[PlanningRule] = [
     captures_wait_for_their_forward,
     typing_stays_while_scripted,
     questions_fold_once_nothing_stays,
+    interfaces_go_with_every_use,
 ]
