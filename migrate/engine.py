@@ -611,17 +611,13 @@ class Scanner:
             self._early_facts.wait()
         self._last_findings = out.findings
         self._results = results
+        out.intent = self.options.intent
+        self._unplanned, self._unlinked = out.findings, True  # what findings_under starts from
         if planned is not None:  # an unchanged tree: the last run's plan stands
             out.findings = list(planned)
             return out
-        if any(f.rule.startswith("MIG4") for f in out.findings):
-            # Serving code outside Python linked to the Python writers of its archives (the
-            # planner then keeps those writers: the native loader cannot read a .pt2).
-            from migrate.analysis.serving import link_serving
-
-            out.findings = link_serving(out.findings, lambda: self.facts(force=True))
-        self._unplanned = out.findings
-        out.intent = self.options.intent
+        self._unplanned = out.findings = self._linked(out.findings)
+        self._unlinked = False
         out.findings = plan_fixes(
             out.findings, WITH_UNSAFE, self.codes, self.facts(), intent=self.options.intent
         ).findings
@@ -665,10 +661,21 @@ class Scanner:
         )
         return ResultCache(folder, key)
 
+    def _linked(self, findings: list[Finding]) -> list[Finding]:
+        if any(f.rule.startswith("MIG4") for f in findings):
+            # Serving code outside Python linked to the Python writers of its archives (the
+            # planner then keeps those writers: the native loader cannot read a .pt2).
+            from migrate.analysis.serving import link_serving
+
+            return link_serving(findings, lambda: self.facts(force=True))
+        return findings
+
     def findings_under(self, intent: str, codes: Iterable[str]) -> list[Finding]:
         """The scan's findings before planning as the checks `codes` judge them under another
         migration intent: only the files holding a finding of theirs are analysed again, with
         those checks alone (the repository facts stay)."""
+        if getattr(self, "_unlinked", False):  # a warm run's: not linked yet
+            self._unplanned, self._unlinked = self._linked(self._unplanned), False
         unplanned = list(getattr(self, "_unplanned", []))
         codes = sorted(set(codes) & set(self.codes))
         paths = sorted({f.path for f in unplanned if f.rule in codes})
