@@ -359,6 +359,11 @@ def captures_move_with_every_use(ctx: Context) -> dict[FindingKey, str]:
         if not uses:
             continue
         special = [u for u in uses if u.torchscript_only]
+        if ctx.intent and not special and f.get("target") in ("function", "class"):
+            # With an intent the plain function or class is what its importers get: they
+            # call it as they called the scripted one (eager behaviour, as in a script that
+            # stays scripted's own Python). Without one, each site stays as before.
+            continue
         use = special[0] if special else uses[0]
         if special:
             why = f"`.{use.attribute}` only exists on a TorchScript module"

@@ -221,3 +221,28 @@ def test_every_report_shows_the_intent(tmp_path):
     (root / "pyproject.toml").write_text('[tool.migrate]\nintent = "drop"\n', encoding="utf-8")
     doc = json.loads(run_cli(["scan", ".", "--no-cache", "-f", "json"], root, env).stdout)
     assert doc["summary"]["intent"] == "drop"
+
+
+def test_with_an_intent_importers_of_a_scripted_function_get_the_plain_one(tmp_path):
+    root = write_tree(
+        tmp_path / "repo",
+        {
+            "pkg/__init__.py": "",
+            "pkg/ops.py": """\
+                import torch
+
+
+                def swish(x):
+                    return x * torch.sigmoid(x)
+
+
+                swish = torch.jit.script(swish)
+                """,
+            "pkg/use.py": "from pkg.ops import swish\n\n\ndef run(x):\n    return swish(x)\n",
+        },
+    )
+    (plain,) = [f for f in _scan(root)["findings"] if f["rule"] == "MIG101"]
+    assert plain["fix"] == "assisted" and "another module imports it" in plain["message"]
+    for intent in ("drop", "keep-scriptable"):
+        (fixed,) = [f for f in _scan(root, "--intent", intent)["findings"] if f["rule"] == "MIG101"]
+        assert fixed["fix"] == "auto", fixed["message"]
