@@ -68,10 +68,11 @@ _TRACING_SYMBOLS = frozenset({"torch.jit.trace", "torch.jit.trace_module"})
 
 def needs_facts(findings: Iterable[Finding]) -> bool:
     """Whether any fix here depends on other files (else the planner needs no facts)."""
-    cross_file = {
-        *CAPTURE_RULES, *PRODUCER_RULES, *CONSUMER_RULES, *TYPING_RULES, "MIG110", "MIG117",
-    }  # fmt: skip
-    return any(f.autofix is not None and f.rule in cross_file for f in findings)
+    cross_file = {*CAPTURE_RULES, *PRODUCER_RULES, *CONSUMER_RULES, *TYPING_RULES, "MIG117"}
+    # A MIG110 fold is the planner's to decide only under an intent (it says so).
+    return any(
+        f.autofix is not None and (f.rule in cross_file or f.get("planned")) for f in findings
+    )
 
 
 def finding_key(f: Finding) -> FindingKey:

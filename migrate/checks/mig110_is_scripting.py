@@ -115,6 +115,7 @@ class IsScriptingToFalse(PythonCheck):
             edits=[
                 fold(ctx, ref.call, lambda node: False if self.becomes_false(node, ctx) else None)
             ],
+            planned=bool(self.options.get("intent")),
         )
 
     def blocker(self, name: str, ctx: PythonContext) -> str | None:
