@@ -15,6 +15,9 @@ from migrate.safe_read import DEFAULT_MAX_FILE_SIZE, Skipped, read_checked, size
 
 CUDA_TARGETS = ("13.0", "13.2")
 FORMATS = ("text", "json", "sarif", "github")
+# What the repository wants from the migration (README "Migration intent").
+INTENTS = ("drop", "keep-scriptable")
+SCRIPTED_FUNCTIONS = ("eager", "compile")
 KNOWN_KEYS = (
     "select",
     "ignore",
@@ -28,6 +31,8 @@ KNOWN_KEYS = (
     "test",
     "test-timeout",
     "max-file-size",
+    "intent",
+    "scripted-functions",
 )
 VERIFY_KEYS = {"rtol": float, "atol": float, "samples": int, "seed": int, "device": str}
 
@@ -65,6 +70,8 @@ class Config:
     test: str | None = None  # apply --test-from-config runs it; never run otherwise
     test_timeout: float | None = None
     max_file_size: int = DEFAULT_MAX_FILE_SIZE
+    intent: str | None = None  # None: decide per site (today's behaviour)
+    scripted_functions: str = "eager"
 
 
 def find_pyproject(paths: list[str]) -> Path | None:
@@ -250,6 +257,12 @@ def load_config(path: Path) -> Config:
             config.test_timeout = float(value)
         elif key == "max-file-size":
             config.max_file_size = _file_size(where, value)
+        elif key in ("intent", "scripted-functions"):
+            choices = INTENTS if key == "intent" else SCRIPTED_FUNCTIONS
+            if not isinstance(value, str) or value not in choices:
+                said = " or ".join(f'"{c}"' for c in choices)
+                raise ConfigError(f"{where}: `{key}` must be {said}, not {value!r}")
+            setattr(config, key.replace("-", "_"), value)
         else:
             raise ConfigError(
                 f"{where}: unknown key `{key}` (known: {', '.join(sorted(KNOWN_KEYS))})"

@@ -159,6 +159,10 @@ class ScanResult:
         """Nothing at all was read: every input was skipped or could not be read."""
         return self.files_seen == 0 and bool(self.skipped or self.errors)
 
+    intent: str | None = None  # the migration intent the fixes were planned for
+    # Without one: the fixes the run would write under each intent (fixplan.intent_unlocks).
+    unlocks: dict[str, int] | None = None
+
     def sort(self) -> None:
         self.findings.sort(key=lambda f: (f.path, f.line, f.column, f.rule))
         self.errors.sort()

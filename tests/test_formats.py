@@ -109,6 +109,8 @@ def test_json_matches_documented_schema_and_content(tree):
         "errors": 1,
         "by_rule": {"MIG102": 1, "MIG119": 1, "MIG201": 1, "MIG202": 1},
         "by_fix": {"auto": 2, "assisted": 1, "manual": 1},
+        "intent": None,
+        "fixes_by_intent": {"none": 2, "drop": 2, "keep-scriptable": 2},
     }
     # stdout is only the document; the error line goes to stderr.
     assert run.stderr.splitlines() == [f"error: {ERROR[0]}: {ERROR[1]}"]

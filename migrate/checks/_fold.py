@@ -64,6 +64,8 @@ def fold(ctx: PythonContext, call: ast.expr, known: Known) -> Edit:
             continue
         if isinstance(holder, ast.BoolOp):
             folded, rest = _boolop(holder, known)
+            if folded is None:
+                folded = _decided_as_truth(ctx, holder, rest, known)
             if folded is not None:
                 node, value = holder, folded
                 continue
@@ -82,6 +84,41 @@ def fold(ctx: PythonContext, call: ast.expr, known: Known) -> Edit:
             if edit is not None:
                 return edit
         return replace(ctx, node, "True" if value else "False")
+
+
+def _decided_as_truth(
+    ctx: PythonContext, node: ast.BoolOp, rest: list[ast.expr], known: Known
+) -> bool | None:
+    """`flag and False` where only its truth is asked (an `if`, `while`, `assert`, ternary
+    test, `not`) and what runs before the constant has no effect (names, attributes,
+    literals, `is` comparisons of those): always falsy, so the condition is the constant.
+    As a value (`kept = flag and False`) it stays, since it can be `flag` itself."""
+    short = isinstance(node.op, ast.Or)
+    if len(rest) < 2 or constant(rest[-1], known) is not short:
+        return None
+    if not all(_pure(r) for r in rest[:-1]):
+        return None
+    holder = parent(ctx, node)
+    asks_truth = (
+        isinstance(holder, (ast.If, ast.While, ast.IfExp, ast.Assert)) and holder.test is node
+    ) or (isinstance(holder, ast.UnaryOp) and isinstance(holder.op, ast.Not))
+    return short if asks_truth else None
+
+
+def _pure(node: ast.expr) -> bool:
+    if isinstance(node, (ast.Name, ast.Constant)):
+        return True
+    if isinstance(node, ast.Attribute):
+        return _pure(node.value)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return _pure(node.operand)
+    if isinstance(node, ast.BoolOp):
+        return all(_pure(v) for v in node.values)
+    if isinstance(node, ast.Compare):
+        return all(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops) and all(
+            _pure(v) for v in (node.left, *node.comparators)
+        )
+    return False
 
 
 def _operand_text(ctx: PythonContext, node: ast.expr, known: Known) -> str:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import sys
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import replace
 
-from migrate.checks._edits import drop_statement, remove_decorator, replace_with_arg
+from migrate.checks._edits import drop_statement, remove_decorator, replace, replace_with_arg
 from migrate.checks._export_rewrite import capture_fix, result_uses
 from migrate.checks._flow import parent, reaching_value, scope_names
 from migrate.checks.base import PythonCheck, PythonContext, Reference
@@ -40,6 +40,10 @@ _ARCHIVE_METHODS = ("save", "_save_for_lite_interpreter", "_save_to_buffer_for_l
 _ARCHIVE_CALLS = ("torch.jit.save", "torch.utils.mobile_optimizer.optimize_for_mobile")
 
 
+# The alternative a plain-Python fix of a scripted function names.
+_COMPILE_HINT = ' (or `torch.compile` it: `[tool.migrate] scripted-functions = "compile"`)'
+
+
 class JitScriptToExport(PythonCheck):
     code = "MIG101"
     # Repository pass: names a file scripts but imports from another module of the
@@ -66,23 +70,45 @@ class JitScriptToExport(PythonCheck):
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 defined.add(f"{module}.{stmt.name}")
 
+    @property
+    def compiles(self) -> bool:
+        """`[tool.migrate] scripted-functions = "compile"`: functions get `torch.compile`."""
+        return self.options.get("scripted_functions") == "compile"
+
     def on_reference(self, ref: Reference, ctx: PythonContext) -> None:
         before = len(ctx.findings)
         self._on_reference(ref, ctx)
         note = ctx.__dict__.pop("_mig101_evidence_note", None)  # issue 28: see target_kind
         if note:
             ctx.findings[before:] = [
-                replace(f, message=f"{f.message}; {note}") for f in ctx.findings[before:]
+                dataclasses.replace(f, message=f"{f.message}; {note}")
+                for f in ctx.findings[before:]
             ]
 
     def _on_reference(self, ref: Reference, ctx: PythonContext) -> None:
         if ref.role in ("decorator", "decorator_call"):
             decorator = ref.call if ref.role == "decorator_call" else ref.node
             kind = "class" if isinstance(ref.owner, ast.ClassDef) else "function"
+            if kind == "function" and self.compiles and ref.role == "decorator":
+                spelled, imports = ctx.spell("torch.compile", ref.scope)
+                ctx.report(
+                    self.rule,
+                    decorator,
+                    "`@torch.jit.script` on a function: `@torch.compile` keeps it compiled "
+                    '(scripted-functions = "compile": compiled on the first call, again for '
+                    "new shapes)",
+                    symbol=ref.qualname,
+                    edits=[replace(ctx, decorator, spelled)],
+                    imports=imports,
+                    applicability="unsafe",
+                    target=kind,
+                )
+                return
             ctx.report(
                 self.rule,
                 decorator,
-                f"`@torch.jit.script` on a {kind}: export traces plain Python, remove the decorator",
+                f"`@torch.jit.script` on a {kind}: export traces plain Python, remove the "
+                f"decorator{_COMPILE_HINT if kind == 'function' else ''}",
                 symbol=ref.qualname,
                 edits=[remove_decorator(ctx, decorator)],
                 applicability="safe",
@@ -115,6 +141,21 @@ class JitScriptToExport(PythonCheck):
                     target=kind,
                 )
                 return
+            if kind == "function" and self.compiles:
+                spelled, imports = ctx.spell("torch.compile", ref.scope)
+                ctx.report(
+                    self.rule,
+                    call,
+                    "`torch.jit.script` on a function: `torch.compile` keeps it compiled "
+                    '(scripted-functions = "compile": compiled on the first call, again for '
+                    "new shapes)",
+                    symbol=ref.qualname,
+                    edits=[replace(ctx, call.func, spelled)],
+                    imports=imports,
+                    applicability="unsafe",
+                    target=kind,
+                )
+                return
             holder = parent(ctx, call)
             if (
                 isinstance(holder, ast.Assign)
@@ -125,7 +166,7 @@ class JitScriptToExport(PythonCheck):
                     self.rule,
                     call,
                     f"`{arg.id} = torch.jit.script({arg.id})` on a {kind}: export traces plain "
-                    "Python, remove the statement",
+                    f"Python, remove the statement{_COMPILE_HINT if kind == 'function' else ''}",
                     symbol=ref.qualname,
                     edits=[drop_statement(ctx, holder)],
                     applicability="safe",
@@ -135,7 +176,8 @@ class JitScriptToExport(PythonCheck):
             ctx.report(
                 self.rule,
                 call,
-                f"`torch.jit.script` on a {kind}: export traces plain Python, use it directly",
+                f"`torch.jit.script` on a {kind}: export traces plain Python, use it directly"
+                f"{_COMPILE_HINT if kind == 'function' else ''}",
                 symbol=ref.qualname,
                 edits=[replace_with_arg(ctx, call, arg)],
                 applicability="safe",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from migrate.checks._edits import replace
+from migrate.checks._edits import block_of, replace
 from migrate.checks.base import Edit, PythonCheck, PythonContext, Reference
 from migrate.findings import FixKind
 
@@ -47,6 +47,17 @@ class JitOverload(PythonCheck):
             return
         if isinstance(ref.node, ast.Name) and _shim(ctx, ref.node.id) is not None:
             return  # reported once, on the shim
+        stub = ref.owner
+        if self.options.get("intent") == "drop" and _implemented(ctx, stub):
+            ctx.report(
+                self.rule,
+                ref.node,
+                f"`@{ref.qualname}` marks a stub only TorchScript reads (intent drop): the stub "
+                "goes, the last definition stays",
+                symbol=ref.qualname,
+                edits=[drop_definition(ctx, stub)],
+            )
+            return
         spelled, imports = _spell_overload(ctx)
         ctx.report(
             self.rule,
@@ -56,6 +67,47 @@ class JitOverload(PythonCheck):
             edits=[replace(ctx, ref.node, spelled)],
             imports=imports,
         )
+
+
+def is_stub(node: ast.AST | None) -> bool:
+    """A def whose body is only a docstring, `...` or `pass`."""
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    return all(
+        isinstance(s, ast.Pass)
+        or isinstance(s, ast.Expr)
+        and isinstance(s.value, ast.Constant)
+        and (s.value.value is Ellipsis or isinstance(s.value.value, str))
+        for s in node.body
+    )
+
+
+def _implemented(ctx: PythonContext, stub: ast.AST | None) -> bool:
+    """A stub followed, in its block, by a definition of the same name that is not one."""
+    if not is_stub(stub):
+        return False
+    block = block_of(ctx, stub)  # type: ignore[arg-type]
+    if block is None:
+        return False
+    later = block[1][block[1].index(stub) + 1 :]
+    return any(
+        isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and s.name == stub.name  # type: ignore[union-attr]
+        and not is_stub(s)
+        for s in later
+    )
+
+
+def drop_definition(ctx: PythonContext, node: ast.stmt) -> Edit:
+    """Delete a def or class with its decorators and the blank lines after it (those before
+    it separate what stays)."""
+    decorators = getattr(node, "decorator_list", [])
+    first = min([node.lineno, *(d.lineno for d in decorators)])
+    last = node.end_lineno or node.lineno
+    total = len(ctx.text.splitlines())
+    while last < total and not ctx.index.line_text(last + 1).strip():
+        last += 1
+    return Edit(ctx.index.offset(first, 0), ctx.index.offset(last + 1, 0), "")
 
 
 def _spell_overload(ctx: PythonContext) -> tuple[str, tuple[str, ...]]:

@@ -17,6 +17,10 @@ from migrate.scan.textsearch import WholeWords
 SCRIPTS, TRACES, ONNX, ASKS = "MIG110.scripts", "MIG110.traces", "MIG110.onnx", "MIG110.asks"
 # What keeps each question meaningful after the migration.
 BLOCKERS = {"is_scripting": (SCRIPTS,), "is_tracing": (TRACES, ONNX)}
+# With a migration intent the fix planner decides, for the whole tree, whether what scripts
+# or traces stays (migrate.plan.fixplan); only the ONNX exporter, which no rule rewrites, is
+# judged here.
+PLANNED_BLOCKERS = {"is_scripting": (), "is_tracing": (ONNX,)}
 _GONE = {
     "is_scripting": "nothing in the repository scripts code",
     "is_tracing": "nothing traces or exports with the TorchScript-based ONNX exporter",
@@ -38,7 +42,7 @@ class IsScriptingToFalse(PythonCheck):
             return False
         # Phase 1 already judged with the file's own blockers; only others' can change it.
         for name in facts.get(ASKS, set()):
-            keys = BLOCKERS.get(name, ())
+            keys = self.blockers.get(name, ())
             if not any(facts.get(k) for k in keys) and any(repo.get(k) for k in keys):
                 return True
         return False
@@ -64,14 +68,16 @@ class IsScriptingToFalse(PythonCheck):
     ) -> list[Finding] | None:
         """This file's findings with the repository's blockers, from its phase-1 variants:
         what analysing it again would report."""
-        blocked = frozenset(n for n, keys in BLOCKERS.items() if any(repo.get(k) for k in keys))
+        blockers = self.blockers
+        blocked = frozenset(n for n, keys in blockers.items() if any(repo.get(k) for k in keys))
         if blocked not in variants:
             return None
         settled = []
         for f in variants[blocked]:
             if _PENDING in f.message:
                 name = f.symbol.rsplit(".", 1)[-1]
-                f = replace(f, message=_still_answers(name, _blocker(name, repo)))  # type: ignore[arg-type]
+                found = _blocker(name, repo, blockers)
+                f = replace(f, message=_still_answers(name, found))  # type: ignore[arg-type]
             settled.append(f)
         return settled
 
@@ -97,21 +103,31 @@ class IsScriptingToFalse(PythonCheck):
                 fix=FixKind.ASSISTED,
             )
             return
+        gone = _GONE[name]
+        if self.options.get("intent") == "drop":
+            gone = "the repository drops TorchScript (intent drop)"
         ctx.report(
             self.rule,
             ref.call,
-            f"`{name}()` is always False once {_GONE[name]}: replaced by False and the "
+            f"`{name}()` is always False once {gone}: replaced by False and the "
             "condition simplified",
             symbol=ref.qualname,
             edits=[
                 fold(ctx, ref.call, lambda node: False if self.becomes_false(node, ctx) else None)
             ],
+            planned=bool(self.options.get("intent")),
         )
 
     def blocker(self, name: str, ctx: PythonContext) -> str | None:
         here = ctx.memo("MIG110.facts", lambda: _file_facts(ctx))
-        both = {key: {*ctx.repo_facts.get(key, ()), *here.get(key, ())} for key in BLOCKERS[name]}
-        return _blocker(name, both)
+        blockers = self.blockers
+        both = {key: {*ctx.repo_facts.get(key, ()), *here.get(key, ())} for key in blockers[name]}
+        return _blocker(name, both, blockers)
+
+    @property
+    def blockers(self) -> Mapping[str, tuple[str, ...]]:
+        """What keeps each question answering, as this check judges it (see PLANNED_BLOCKERS)."""
+        return PLANNED_BLOCKERS if self.options.get("intent") else BLOCKERS
 
     def becomes_false(self, node: ast.AST, ctx: PythonContext) -> bool:
         """Whether `node` (of the file's tree) is an is_scripting()/is_tracing() call that
@@ -126,9 +142,11 @@ class IsScriptingToFalse(PythonCheck):
             ctx.facts.setdefault(key, set()).update(places)
 
 
-def _blocker(name: str, facts: Mapping[str, Iterable[str]]) -> str | None:
+def _blocker(
+    name: str, facts: Mapping[str, Iterable[str]], blockers: Mapping = BLOCKERS
+) -> str | None:
     """What keeps `name` answering, from the places that script, trace or export to ONNX."""
-    found = {key: sorted(facts.get(key, ())) for key in BLOCKERS[name]}
+    found = {key: sorted(facts.get(key, ())) for key in blockers[name]}
     if found.get(SCRIPTS):
         return f"the repository still scripts code ({found[SCRIPTS][0]})"
     if found.get(ONNX):

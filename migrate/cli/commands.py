@@ -113,6 +113,14 @@ CudaOpt = Annotated[
         "--cuda", metavar="VERSION", help="CUDA target for MIG3xx fixes: 13.0 (default) or 13.2."
     ),
 ]
+IntentOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--intent",
+        metavar="INTENT",
+        help="drop (TorchScript goes entirely) | keep-scriptable (only what warns changes).",
+    ),
+]
 JobsOpt = Annotated[
     int | None,
     typer.Option("--jobs", "-j", metavar="N", help="Worker processes (0: one per CPU)."),
@@ -176,6 +184,7 @@ def scan(
         bool, typer.Option("--exit-zero", help="Exit 0 even when there are findings.")
     ] = False,
     cuda: CudaOpt = None,
+    intent: IntentOpt = None,
     jobs: JobsOpt = None,
     config_file: ConfigOpt = None,
     isolated: IsolatedOpt = False,
@@ -199,6 +208,7 @@ def scan(
         no_cache,
         debug,
         evidence,
+        intent,
     )
     if code != EXIT_CLEAN:
         raise typer.Exit(code)
@@ -282,6 +292,7 @@ def apply(
     ignore: IgnoreOpt = None,
     exclude: ExcludeOpt = None,
     cuda: CudaOpt = None,
+    intent: IntentOpt = None,
     jobs: JobsOpt = None,
     config_file: ConfigOpt = None,
     isolated: IsolatedOpt = False,
@@ -297,7 +308,17 @@ def apply(
 
     with _errors(debug), _sigterm_as_interrupt():
         options, config = build_options(
-            paths, select, ignore, exclude, cuda, jobs, config_file, isolated, no_cache, evidence
+            paths,
+            select,
+            ignore,
+            exclude,
+            cuda,
+            jobs,
+            config_file,
+            isolated,
+            no_cache,
+            evidence,
+            intent,
         )
         unsafe = config.unsafe_fixes if unsafe_fixes is None else unsafe_fixes
         targets = list(paths)
@@ -463,6 +484,7 @@ def report(
     ignore: IgnoreOpt = None,
     exclude: ExcludeOpt = None,
     cuda: CudaOpt = None,
+    intent: IntentOpt = None,
     jobs: JobsOpt = None,
     config_file: ConfigOpt = None,
     isolated: IsolatedOpt = False,
@@ -494,7 +516,7 @@ def report(
         if not os.path.exists(path):
             raise ValueError(f"{path}: no such file or directory")
         options, _ = build_options(
-            [path], select, ignore, exclude, cuda, jobs, config_file, isolated
+            [path], select, ignore, exclude, cuda, jobs, config_file, isolated, intent=intent
         )
         registry = load_registry(verify_results) if verify_results is not None else None
         with progress_bar(True, "planning") as progress:

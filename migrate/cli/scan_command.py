@@ -126,8 +126,9 @@ def build_options(
     isolated,
     no_cache=False,
     evidence=None,
+    intent=None,
 ):
-    from migrate.config import CUDA_TARGETS, resolve_config
+    from migrate.config import CUDA_TARGETS, INTENTS, resolve_config
     from migrate.registry import unknown_codes
     from migrate.scan.engine import ScanOptions
 
@@ -145,6 +146,8 @@ def build_options(
     cuda_target = cuda or config.cuda
     if cuda_target not in CUDA_TARGETS:
         raise ValueError(f"--cuda must be one of {', '.join(CUDA_TARGETS)}, not {cuda_target}")
+    if intent is not None and intent not in INTENTS:
+        raise ValueError(f"--intent must be one of {', '.join(INTENTS)}, not {intent}")
     # Config excludes are relative to the pyproject's folder, like ruff's.
     excludes = list(exclude or []) + list(config.exclude)
     options = ScanOptions(
@@ -153,6 +156,8 @@ def build_options(
         exclude=excludes,
         per_file_ignores=config.per_file_ignores,
         cuda=cuda_target,
+        intent=intent or config.intent,
+        scripted_functions=config.scripted_functions,
         jobs=jobs,
         cache=not no_cache,
         max_file_size=config.max_file_size,
@@ -205,20 +210,34 @@ def run_scan(
     no_cache: bool = False,
     debug: bool = False,
     evidence: Path | None = None,
+    intent: str | None = None,
 ) -> int:
     """`migrate scan`: write the report, answer the exit code."""
     from migrate.pipeline.scan import PlannedScanner
+    from migrate.plan.fixplan import attach_unlocks
     from migrate.report import FORMATS
 
     try:
         options, config = build_options(
-            paths, select, ignore, exclude, cuda, jobs, config_file, isolated, no_cache, evidence
+            paths,
+            select,
+            ignore,
+            exclude,
+            cuda,
+            jobs,
+            config_file,
+            isolated,
+            no_cache,
+            evidence,
+            intent,
         )
         fmt = format or config.format
         if fmt not in FORMATS:
             raise ValueError(f"--format must be one of {', '.join(FORMATS)}, not {fmt}")
         with progress_bar(True, "scanning") as progress, debug_env(debug):
-            result = PlannedScanner(options, progress).scan(paths)
+            scanner = PlannedScanner(options, progress)
+            result = scanner.scan(paths)
+            attach_unlocks(scanner, result)
         rendered = FORMATS[fmt](result, color=output is None and use_color())
         # One line per unreadable input, on stderr whatever the format.
         print_problems(result, _stderr_line)

@@ -30,7 +30,7 @@ from migrate.fix.fixer import (
 )
 from migrate.fix.tidy import fix_source
 from migrate.pipeline.scan import PlannedScanner
-from migrate.plan.fixplan import finding_key, plan_fixes
+from migrate.plan.fixplan import attach_unlocks, finding_key, plan_fixes
 from migrate.scan.cache import default_cache_folder, digest
 from migrate.scan.discover import Skipped, UsageError, read_checked
 from migrate.scan.engine import Scanner, ScanOptions
@@ -167,9 +167,10 @@ def _run_apply(
     aliases = trees.aliases(f.path for f in scan.findings)
     scan.findings = [f for f in scan.findings if f.path not in aliases]
     allowed = WITH_UNSAFE if unsafe_fixes else WRITABLE
+    attach_unlocks(scanner, scan)
     # The scan planned for every fix; this run writes fewer (no unsafe ones, say), which
     # can hold more back: a loader whose writer stays TorchScript stays too.
-    plan = plan_fixes(scan.findings, allowed, scanner.codes, scanner.facts())
+    plan = plan_fixes(scan.findings, allowed, scanner.codes, scanner.facts(), intent=options.intent)
     scan.findings = plan.findings
     result = ApplyResult(scan, errors=list(scan.errors))
     result.links_to_scanned |= aliases

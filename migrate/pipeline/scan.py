@@ -11,12 +11,15 @@ cache: an unchanged tree's next scan reuses them.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 
-from migrate.findings import ScanResult
+from migrate.findings import Finding, ScanResult
 from migrate.pipeline.planfacts import BackgroundFacts, build_scan_facts, file_hints
 from migrate.plan.fixplan import needs_facts, plan_fixes
 from migrate.plan.units import WITH_UNSAFE
+from migrate.safe_read import Skipped
+from migrate.scan.discover import decode_source
 from migrate.scan.engine import FileResult, Scanner, ScanOptions, _rare_collections
 
 __all__ = ["PlannedScanner", "ScanOptions", "scan"]
@@ -47,18 +50,50 @@ class PlannedScanner(Scanner):
         if self._early_facts is not None:
             self._early_facts.wait()
         self._last_findings = out.findings
+        out.intent = self.options.intent
+        self._unplanned, self._unlinked = out.findings, True  # what findings_under starts from
         if self.kept is not None:  # an unchanged tree: the last run's plan stands
             out.findings = list(self.kept)
             return out
-        if any(f.rule.startswith("MIG4") for f in out.findings):
+        self._unplanned = out.findings = self._linked(out.findings)
+        self._unlinked = False
+        out.findings = plan_fixes(
+            out.findings, WITH_UNSAFE, self.codes, self.facts(), intent=self.options.intent
+        ).findings
+        self.keep(out.findings)
+        return out
+
+    def _linked(self, findings: list[Finding]) -> list[Finding]:
+        if any(f.rule.startswith("MIG4") for f in findings):
             # Serving code outside Python linked to the Python writers of its archives (the
             # planner then keeps those writers: the native loader cannot read a .pt2).
             from migrate.facts.serving import link_serving
 
-            out.findings = link_serving(out.findings, lambda: self.facts(force=True))
-        out.findings = plan_fixes(out.findings, WITH_UNSAFE, self.codes, self.facts()).findings
-        self.keep(out.findings)
-        return out
+            return link_serving(findings, lambda: self.facts(force=True))
+        return findings
+
+    def findings_under(self, intent: str, codes: Iterable[str]) -> list[Finding]:
+        """The scan's findings before planning as the checks `codes` judge them under another
+        migration intent: only the files holding a finding of theirs are analysed again, with
+        those checks alone (the repository facts stay)."""
+        if getattr(self, "_unlinked", False):  # a warm run's: not linked yet
+            self._unplanned, self._unlinked = self._linked(self._unplanned), False
+        unplanned = list(getattr(self, "_unplanned", []))
+        codes = sorted(set(codes) & set(self.codes))
+        paths = sorted({f.path for f in unplanned if f.rule in codes})
+        if not paths:
+            return unplanned
+        other = Scanner(replace(self.options, intent=intent, select=codes, ignore=[]))
+        other.jobs, other.exports, other.repo_facts = self.jobs, self.exports, self.repo_facts
+        again: list[Finding] = []
+        for display in paths:
+            try:
+                text = decode_source(self.jobs[display].read())
+            except (OSError, Skipped, UnicodeDecodeError, SyntaxError, LookupError):
+                return unplanned
+            again.extend(other.analyze(display, text))
+        kept = [f for f in unplanned if not (f.rule in codes and f.path in paths)]
+        return sorted([*kept, *again], key=lambda f: (f.path, f.line, f.column, f.rule))
 
     def facts(self, force: bool = False) -> object | None:
         """Repository facts for the fix planner (migrate.pipeline.planfacts), built once, and

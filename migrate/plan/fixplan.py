@@ -7,11 +7,18 @@ repository facts (`migrate.facts`) and the fixes other findings will really writ
 holds back what would leave the tree inconsistent: a held finding becomes assisted, its
 message saying why. Holding one fix can hold others (its group, a loader of its file), so
 it repeats until nothing changes.
+
+The migration intent (`--intent`, `[tool.migrate] intent`) is decided here, once for the
+tree: under `drop` a construct that the scripting compiler or the tracer reads goes as soon
+as nothing that stays scripts or traces it (a script rewritten in this same run blocks
+nothing); under `keep-scriptable` only what warns in the pinned torch changes
+(`WARNING_RULES`); without one, each site as before.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 import sys
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
@@ -33,10 +40,41 @@ TYPING_RULES = (
 )  # fmt: skip
 
 
+# Rules whose constructs warn at import or call time in torch 2.13 (`python
+# benchmarks/jit_warnings.py` runs each API): the only ones `keep-scriptable` changes. With
+# them go what must move together: a TracerWarning filter (MIG118) with its traces, a lite
+# loader (MIG205, silent itself) with the `_save_for_lite_interpreter` that writes its file,
+# optimize_for_mobile (MIG203) with its capture and lite save. Silent, and kept: ignore/
+# unused, jit.export, is_scripting/is_tracing, annotate, Final, Attribute, _overload(_method),
+# script_if_tracing, isinstance, CompilationUnit, ScriptModule.save.
+WARNING_RULES = frozenset(
+    {
+        "MIG101", "MIG102", "MIG103", "MIG106", "MIG115", "MIG116", "MIG117", "MIG118",
+        "MIG140", "MIG141", "MIG142", "MIG143", "MIG201", "MIG202", "MIG203", "MIG204",
+        "MIG205",
+    }
+)  # fmt: skip
+INTENTS = ("drop", "keep-scriptable")
+# What scripts or traces code while it stays (the questions `is_scripting()`/`is_tracing()`
+# keep answering): findings at these symbols that this run does not rewrite.
+_SCRIPTING_SYMBOLS = frozenset(
+    {
+        "torch.jit.script",
+        "torch.jit.script_method",
+        "torch.jit.ScriptModule",
+        "torch.jit.CompilationUnit",
+    }
+)
+_TRACING_SYMBOLS = frozenset({"torch.jit.trace", "torch.jit.trace_module"})
+
+
 def needs_facts(findings: Iterable[Finding]) -> bool:
     """Whether any fix here depends on other files (else the planner needs no facts)."""
-    cross_file = {*CAPTURE_RULES, *PRODUCER_RULES, *CONSUMER_RULES, *TYPING_RULES}
-    return any(f.autofix is not None and f.rule in cross_file for f in findings)
+    cross_file = {*CAPTURE_RULES, *PRODUCER_RULES, *CONSUMER_RULES, *TYPING_RULES, "MIG117"}
+    # A MIG110 fold is the planner's to decide only under an intent (it says so).
+    return any(
+        f.autofix is not None and (f.rule in cross_file or f.get("planned")) for f in findings
+    )
 
 
 def finding_key(f: Finding) -> FindingKey:
@@ -59,6 +97,7 @@ class Context:
     written: set[FindingKey]
     selected: frozenset[str]
     facts: object | None
+    intent: str | None = None
 
     def by_path(self, path: str) -> list[Finding]:
         return [f for f in self.findings if f.path == path]
@@ -87,12 +126,17 @@ def plan_fixes(
     selected: Iterable[str],
     facts: object | None = None,
     rules: Iterable[PlanningRule] | None = None,
+    intent: str | None = None,
 ) -> Plan:
     rules = list(rules if rules is not None else PLANNING_RULES)
     plan = Plan(list(findings))
     for _ in range(20):
         ctx = Context(
-            plan.findings, written_keys(plan.findings, allowed), frozenset(selected), facts
+            plan.findings,
+            written_keys(plan.findings, allowed),
+            frozenset(selected),
+            facts,
+            intent,
         )
         holds: dict[FindingKey, str] = {}
         for rule in rules:
@@ -130,6 +174,39 @@ def _demote_broken_groups(plan: Plan, allowed: Collection[Applicability]) -> lis
         demote(f, group_holds[finding_key(f)]) if finding_key(f) in group_holds else f
         for f in plan.findings
     ]
+
+
+# Checks whose findings differ with the intent (the planner decides the rest).
+INTENT_CHECKS = ("MIG108", "MIG110", "MIG112", "MIG117")
+
+
+def intent_unlocks(scanner, findings: list[Finding]) -> dict[str, int]:
+    """Without an intent: how many fixes (safe + unsafe) each intent would write, against
+    the `findings` planned per site. Planned again under each intent, from the same scan and
+    facts; only the files of INTENT_CHECKS' findings are analysed again."""
+    from migrate.fix.fixer import WITH_UNSAFE
+
+    if not any(f.rule[:4] in ("MIG1", "MIG2") for f in findings):
+        return {}
+    out = {}
+    for intent in INTENTS:
+        raw = scanner.findings_under(intent, INTENT_CHECKS)
+        facts = scanner.facts(force=needs_facts(raw))
+        plan = plan_fixes(raw, WITH_UNSAFE, scanner.codes, facts, intent=intent)
+        out[intent] = len(written_keys(plan.findings, WITH_UNSAFE))
+    return out
+
+
+def attach_unlocks(scanner, result) -> None:
+    """Without an intent, `result.unlocks`: the fixes written per site ("none") and under
+    each intent, for the reports (None when nothing here is TorchScript)."""
+    from migrate.fix.fixer import WITH_UNSAFE
+
+    if scanner.options.intent is not None:
+        return
+    counts = intent_unlocks(scanner, result.findings)
+    if counts:
+        result.unlocks = {"none": len(written_keys(result.findings, WITH_UNSAFE)), **counts}
 
 
 # --------------------------------------------------------------------------- rules
@@ -291,6 +368,11 @@ def captures_move_with_every_use(ctx: Context) -> dict[FindingKey, str]:
         if not uses:
             continue
         special = [u for u in uses if u.torchscript_only]
+        if ctx.intent and not special and f.get("target") in ("function", "class"):
+            # With an intent the plain function or class is what its importers get: they
+            # call it as they called the scripted one (eager behaviour, as in a script that
+            # stays scripted's own Python). Without one, each site stays as before.
+            continue
         use = special[0] if special else uses[0]
         if special:
             why = f"`.{use.attribute}` only exists on a TorchScript module"
@@ -344,42 +426,132 @@ def typing_stays_while_scripted(ctx: Context) -> dict[FindingKey, str]:
     scripting compiler what to skip or how to type a value: removing them is right only once
     nothing scripts that code. A `torch.jit.script` that stays TorchScript keeps them in the
     files its class can reach (its module and what that imports); when the tool cannot tell
-    what it scripts, everywhere."""
-    facts = ctx.facts
-    if facts is None:
+    what it scripts, everywhere. Under `drop`, `is_scripting()` folds on the same terms: a
+    script rewritten in this run blocks nothing."""
+    if ctx.facts is None:
         return {}
     typed = _with_fix(ctx, TYPING_RULES)
-    if not typed:
+    if ctx.intent == "drop":
+        typed += _asking(ctx, "is_scripting")
+    return _held_while_captured(ctx, typed, ("torch.jit.script",), ("MIG101",), "scripted")
+
+
+def questions_fold_once_nothing_stays(ctx: Context) -> dict[FindingKey, str]:
+    """Under `drop`, `is_scripting()`/`is_tracing()` become False once nothing that stays
+    scripts / traces the code that asks (decided here for the whole tree, not per file):
+    captures are followed to what they reach (above and here); a decorator, a
+    `script_method`, a ScriptModule base or a CompilationUnit that stays blocks everywhere."""
+    if ctx.intent != "drop" or ctx.facts is None:
         return {}
+    holds = _held_while_captured(
+        ctx, _asking(ctx, "is_tracing"), tuple(sorted(_TRACING_SYMBOLS)), TRACE_RULES, "traced"
+    )
+    for name, symbols, rules, does in (
+        ("is_scripting", _SCRIPTING_SYMBOLS, ("MIG101",), "scripts"),
+        ("is_tracing", _TRACING_SYMBOLS, TRACE_RULES, "traces"),
+    ):
+        asking = [f for f in _asking(ctx, name) if finding_key(f) not in holds]
+        if not asking:
+            continue
+        missing = [code for code in rules if code not in ctx.selected]
+        if missing:
+            why = f"the tool cannot tell what still {does} code while {'/'.join(missing)} is off"
+        else:
+            staying = [
+                f
+                for f in ctx.findings
+                if f.symbol in symbols
+                and finding_key(f) not in ctx.written
+                and ctx.facts.capture_at(f.path, f.line, f.column) is None  # type: ignore[attr-defined]
+            ]
+            if not staying:
+                continue
+            why = (
+                f"`{staying[0].symbol}` at {staying[0].path}:{staying[0].line} stays "
+                f"({staying[0].rule}), so the repository still {does} code"
+            )
+        for f in asking:
+            holds.setdefault(finding_key(f), why)
+    return holds
+
+
+def _asking(ctx: Context, name: str) -> list[Finding]:
+    return [f for f in _with_fix(ctx, ("MIG110",)) if f.symbol.rsplit(".", 1)[-1] == name]
+
+
+def _held_while_captured(
+    ctx: Context, typed: list[Finding], apis: tuple[str, ...], rules: tuple[str, ...], verb: str
+) -> dict[FindingKey, str]:
+    """Hold each of `typed` that a capture (of `apis`) staying TorchScript can reach."""
+    facts = ctx.facts
     holds: dict[FindingKey, str] = {}
+    if not typed:
+        return holds
+    api = apis[0].rsplit(".", 1)[-1]
     for capture in facts.captures:  # type: ignore[attr-defined]
-        if capture.api != "torch.jit.script":
+        if capture.api not in apis:
             continue
         # A finding keeps the first reason it is given: only the others can change.
         typed = [f for f in typed if finding_key(f) not in holds]
         if not typed:
             break
         start = capture.call.start
-        if not _stays(ctx, _at(ctx, ("MIG101",), *start)):
+        if not _stays(ctx, _at(ctx, rules, *start)):
             continue
         captured = facts.class_of_capture(*start)  # type: ignore[attr-defined]
         if captured is None:
             reach = None
             why = (
-                f"the `torch.jit.script` at {_where(capture.call)} stays and the tool cannot "
-                "tell what it compiles; the scripting compiler reads this"
+                f"the `{capture.api}` at {_where(capture.call)} stays and the tool cannot "
+                f"tell what it {'compiles' if api == 'script' else 'traces'}; "
+                f"the {'scripting compiler' if api == 'script' else 'tracer'} reads this"
             )
         else:
             paths = {f.path for f in typed}
             reach = facts.reached(captured.display, paths)  # type: ignore[attr-defined]
             why = (
-                f"`{captured.class_name}` is still scripted at {_where(capture.call)}, and the "
-                "scripting compiler reads this"
+                f"`{captured.class_name}` is still {verb} at {_where(capture.call)}, and the "
+                f"{'scripting compiler' if api == 'script' else 'tracer'} reads this"
             )
         for f in typed:
             if reach is None or f.path in reach:
                 holds.setdefault(finding_key(f), why)
     return holds
+
+
+def interfaces_go_with_every_use(ctx: Context) -> dict[FindingKey, str]:
+    """Under `drop` an `@torch.jit.interface` class goes with the annotations of its own
+    file; a module elsewhere that names it would fail to import: the class stays."""
+    holds: dict[FindingKey, str] = {}
+    found = [f for f in _with_fix(ctx, ("MIG117",)) if f.get("interface")]
+    if not found:
+        return holds
+    repo = getattr(ctx.facts, "repo", None)
+    if repo is None:
+        return {finding_key(f): "the tool cannot tell which modules name it" for f in found}
+    for f in found:
+        word = re.compile(rf"\b{re.escape(f.get('interface'))}\b")
+        for display, other in repo.files.items():
+            if display != f.path and other.src.text and word.search(other.src.text):
+                holds[finding_key(f)] = f"`{f.get('interface')}` is named in {display} too"
+                break
+    return holds
+
+
+def only_what_warns_changes(ctx: Context) -> dict[FindingKey, str]:
+    """Under `keep-scriptable` the repository keeps TorchScript working for its users: a fix
+    of a construct that does not warn in the pinned torch (`@torch.jit.ignore`,
+    `is_scripting()`, `annotate`, `Final`...) stays, whatever else migrates."""
+    if ctx.intent != "keep-scriptable":
+        return {}
+    return {
+        finding_key(f): (
+            f"intent keep-scriptable: `{f.symbol}` does not warn in torch 2.13 and TorchScript "
+            "still reads it (`--intent drop` removes it)"
+        )
+        for f in ctx.findings
+        if f.autofix is not None and f.rule[:4] in ("MIG1", "MIG2") and f.rule not in WARNING_RULES
+    }
 
 
 def writers_wait_for_native_readers(ctx: Context) -> dict[FindingKey, str]:
@@ -398,10 +570,13 @@ def writers_wait_for_native_readers(ctx: Context) -> dict[FindingKey, str]:
 
 
 PLANNING_RULES: list[PlanningRule] = [
+    only_what_warns_changes,
     writers_wait_for_native_readers,
     tracer_filters_stay_while_traces_do,
     loaders_move_with_their_writers,
     captures_move_with_every_use,
     captures_wait_for_their_forward,
     typing_stays_while_scripted,
+    questions_fold_once_nothing_stays,
+    interfaces_go_with_every_use,
 ]

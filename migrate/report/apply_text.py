@@ -11,6 +11,7 @@ from rich.text import Text
 
 from migrate.findings import FixKind
 from migrate.report.causes import cause_line, shared_causes
+from migrate.report.intent import intent_line, shown
 
 
 def _diff_text(diff: str) -> Text:
@@ -94,6 +95,8 @@ def render_apply(result, dry_run: bool, color: bool = False, hook: str | None = 
         )
         for _, group in groupby(remaining, key=lambda f: f.path):
             _print_remaining(out, list(group), held)
+    if shown(result.scan):
+        out.print(intent_line(result.scan))
     return buffer.getvalue()
 
 

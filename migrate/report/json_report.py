@@ -6,6 +6,7 @@ import json
 from collections import Counter
 
 from migrate.findings import ScanResult
+from migrate.report.intent import intent_summary
 
 SCHEMA_VERSION = 1
 
@@ -20,6 +21,7 @@ def summary(result: ScanResult) -> dict:
         "errors": len(result.errors),
         "by_rule": dict(sorted(by_rule.items())),
         "by_fix": {k: by_fix.get(k, 0) for k in ("auto", "assisted", "manual")},
+        **intent_summary(result),
     }
 
 

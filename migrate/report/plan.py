@@ -18,6 +18,7 @@ from datetime import date
 
 from migrate.findings import FileError, Finding, FixKind
 from migrate.registry import Rule, all_rules
+from migrate.report.intent import intent_line, shown
 from migrate.report.registry import Registry
 from migrate.report.registry import render_html as registry_html
 from migrate.report.registry import render_markdown as registry_markdown
@@ -86,6 +87,7 @@ class Plan:
     # `migrate apply --test --test-report FILE`'s JSON, shown by the HTML plan.
     tests: dict | None = None
     registry: Registry | None = None  # --verify-results: a convert/verify batch's results
+    intent: str = ""  # the migration intent line (migrate.report.intent), "" when not shown
 
     @property
     def applied_total(self) -> int:
@@ -213,6 +215,7 @@ def build_plan(root: str, options, progress: Callable[[int], None] | None = None
         cuda=cuda,
         effort=effort,
         rules=rules,
+        intent=intent_line(scan) if shown(scan) else "",
     )
 
 
@@ -322,6 +325,7 @@ def render_markdown(plan: Plan) -> str:
         f"- Left for a person (assisted, manual, auto not applied): {plan.review_total}",
         f"- CUDA 12.8 findings (MIG3xx, fixed or not): {len(plan.cuda)}",
         f"- Rough effort: {hours(plan.effort_minutes)}",
+        *([f"- {plan.intent}"] if plan.intent else []),
         "",
     ]
     if plan.errors:
@@ -608,6 +612,7 @@ def render_html(plan: Plan) -> str:
         ),
         "</section>",
         f'<p class="muted sum">{e(equation)}</p>',
+        *([f'<p class="intent">{e(plan.intent)}</p>'] if plan.intent else []),
         '<h2>Findings</h2><section class="charts">',
         f'<div class="panel"><h3>Per rule</h3><p class="legend">{legend}</p>'
         f"{bar_chart(rule_rows, 'Findings per rule', rule_colors)}</div>",

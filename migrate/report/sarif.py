@@ -8,6 +8,7 @@ from urllib.parse import quote
 from migrate import __version__
 from migrate.findings import FixKind, ScanResult
 from migrate.registry import all_rules
+from migrate.report.intent import intent_summary
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 
@@ -85,6 +86,7 @@ def render(result: ScanResult, color: bool = False) -> str:
         },
         "results": results,
         "invocations": [{"executionSuccessful": True, "toolExecutionNotifications": notifications}],
+        "properties": intent_summary(result),
     }
     doc = {"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}
     return json.dumps(doc, indent=2) + "\n"

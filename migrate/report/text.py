@@ -9,6 +9,7 @@ from itertools import groupby
 from migrate.findings import FixKind, ScanResult
 from migrate.registry import all_rules
 from migrate.report.causes import cause_line, shared_causes
+from migrate.report.intent import intent_line, shown
 
 FIX_STYLE = {FixKind.AUTO: "green", FixKind.ASSISTED: "yellow", FixKind.MANUAL: "magenta"}
 
@@ -109,6 +110,8 @@ def summary_lines(result: ScanResult, rules: dict) -> list[Line]:
             by_fix.append((", ", None))
         by_fix.append((f"{counts.get(kind, 0)} {kind.value}", FIX_STYLE[kind]))
     lines.append(by_fix)
+    if shown(result):
+        lines.append([(intent_line(result), None)])
     if counts.get(FixKind.AUTO):
         lines.append([("Run `migrate apply --dry-run` to review the automatic rewrites.", "dim")])
     return lines

@@ -44,6 +44,7 @@ SKIP_DIRS = frozenset(
 
 PYTHON_SUFFIXES = (".py", ".pyi")
 
+
 class UsageError(Exception):
     """Bad command-line input (missing path, bad option): exit 2."""
 

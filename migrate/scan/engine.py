@@ -64,6 +64,8 @@ class ScanOptions:
     exclude: list[str] = field(default_factory=list)
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
     cuda: str = "13.0"
+    intent: str | None = None  # drop | keep-scriptable | None (per site)
+    scripted_functions: str = "eager"  # eager | compile
     jobs: int | None = None
     use_git: bool = True
     cache: bool = True
@@ -501,7 +503,11 @@ class Scanner:
     def __init__(self, options: ScanOptions, progress: Callable[[int], None] | None = None):
         self.options = options
         self.codes = options.codes()
-        self.check_options = {"cuda": options.cuda}
+        self.check_options = {
+            "cuda": options.cuda,
+            "intent": options.intent,
+            "scripted_functions": options.scripted_functions,
+        }
         if options.evidence:
             self.check_options["evidence"] = options.evidence
         _worker_init(self.codes, self.check_options, options.per_file_ignores, self.hints)
@@ -656,7 +662,13 @@ class Scanner:
             return None
         folder = self.options.cache_dir or default_cache_folder([str(p) for p in paths])
         o = self.options
-        key = (tuple(self.codes), o.cuda, tuple(sorted(o.per_file_ignores.items(), key=str)))
+        key = (
+            tuple(self.codes),
+            o.cuda,
+            tuple(sorted(o.per_file_ignores.items(), key=str)),
+            o.intent,
+            o.scripted_functions,
+        )
         if o.evidence:  # issue 28: findings depend on the evidence file's contents
             from migrate.record.evidence import fingerprint
 

@@ -1,0 +1,248 @@
+"""The migration intent (issue 27): `[tool.migrate] intent`, `--intent`, what each intent
+rewrites and holds, and that every report shows it. Real CLI subprocesses."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.scan_support import clean_env, run_cli, write_tree
+
+LIB = {
+    "lib/__init__.py": "",
+    "lib/ops.py": """\
+        import typing
+        from typing import List
+
+        import torch
+
+
+        @torch.jit.script
+        def gelu(x: torch.Tensor) -> torch.Tensor:
+            return x * torch.sigmoid(1.702 * x)
+
+
+        def pick(x: torch.Tensor, foreach: bool) -> torch.Tensor:
+            if foreach and torch.jit.is_scripting():
+                return x
+            if not typing.TYPE_CHECKING and torch.jit.is_scripting():
+                x = x * 2
+            sizes = torch.jit.annotate(List[int], [])
+            return x + len(sizes)
+        """,
+    "lib/layers.py": """\
+        import torch
+        from torch import nn
+
+        from lib.ops import gelu, pick
+
+
+        @torch.jit.interface
+        class Act(nn.Module):
+            def forward(self, x: torch.Tensor) -> torch.Tensor:
+                pass
+
+
+        class Block(nn.Module):
+            width: torch.jit.Final[int]
+            act: Act
+
+            def __init__(self, width: int, act: Act) -> None:
+                super().__init__()
+                self.width = width
+                self.act = act
+
+            def forward(self, x: torch.Tensor) -> torch.Tensor:
+                return pick(gelu(self.act(x)), False)
+
+            @torch.jit.unused
+            def describe(self) -> str:
+                return "block"
+
+
+        @torch.jit._overload
+        def pad(x: int) -> int: ...
+
+
+        def pad(x):
+            return x
+        """,
+    "bench.py": """\
+        import torch
+
+        from lib.layers import Block
+
+
+        def main():
+            block = Block(4, torch.nn.ReLU())
+            x = torch.randn(2, 4)
+            scripted = torch.jit.script(block)
+            return scripted(x)
+        """,
+}
+
+
+def _lib(tmp_path: Path, config: str = "") -> Path:
+    root = write_tree(tmp_path / "repo", LIB)
+    if config:
+        (root / "pyproject.toml").write_text(config, encoding="utf-8")
+    return root
+
+
+def _scan(root: Path, *args: str) -> dict:
+    run = run_cli(["scan", ".", "--no-cache", "--format", "json", *args], cwd=root)
+    assert run.code in (0, 1), run.stderr
+    return run.json()
+
+
+def _diff(root: Path, *args: str) -> str:
+    run = run_cli(["apply", ".", "--dry-run", "--no-cache", "--unsafe-fixes", *args], cwd=root)
+    assert run.code in (0, 1), run.stderr
+    return run.stdout
+
+
+def _fix_kinds(doc: dict, rule: str) -> list[str]:
+    return [f["fix"] for f in doc["findings"] if f["rule"] == rule]
+
+
+def test_unknown_intent_is_a_one_line_error_naming_the_file(tmp_path):
+    root = _lib(tmp_path, '[tool.migrate]\nintent = "dorp"\n')
+    run = run_cli(["scan", "."], cwd=root)
+    assert run.code == 2
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and "pyproject.toml" in lines[0] and "`intent`" in lines[0]
+    assert '"drop" or "keep-scriptable"' in lines[0] and "'dorp'" in lines[0]
+    bad = _lib(tmp_path / "b", '[tool.migrate]\nscripted-functions = "jit"\n')
+    run = run_cli(["scan", "."], cwd=bad)
+    assert run.code == 2 and "`scripted-functions`" in run.stderr
+    run = run_cli(["scan", ".", "--intent", "everything"], cwd=_lib(tmp_path / "c"))
+    assert run.code == 2 and "--intent must be one of drop, keep-scriptable" in run.stderr
+
+
+def test_without_intent_each_site_as_before_and_the_counts_per_intent(tmp_path):
+    doc = _scan(_lib(tmp_path))
+    assert doc["summary"]["intent"] is None
+    # is_scripting still answers while the repository scripts code; stubs keep typing.overload
+    assert _fix_kinds(doc, "MIG110") == ["assisted", "assisted"]
+    assert _fix_kinds(doc, "MIG117") == ["manual"]
+    by_intent = doc["summary"]["fixes_by_intent"]
+    auto = sum(f["fix"] == "auto" for f in doc["findings"])
+    assert by_intent["none"] == auto
+    assert by_intent["drop"] == len(doc["findings"])  # everything goes under drop
+    assert by_intent["keep-scriptable"] < by_intent["none"]
+
+
+def test_drop_migrates_every_construct_in_one_run(tmp_path):
+    root = _lib(tmp_path)
+    doc = _scan(root, "--intent", "drop")
+    assert doc["summary"]["intent"] == "drop" and "fixes_by_intent" not in doc["summary"]
+    assert {f["fix"] for f in doc["findings"]} == {"auto"}, [
+        f["message"] for f in doc["findings"] if f["fix"] != "auto"
+    ]
+    diff = _diff(root, "--intent", "drop")
+    removed = [line for line in diff.splitlines() if line.startswith("-") and "jit" in line]
+    kept = [line for line in diff.splitlines() if line.startswith(("+", " ")) and "jit" in line]
+    assert not kept, kept
+    jit_lines = [line for text in LIB.values() for line in text.splitlines() if "jit" in line]
+    assert len(removed) == len(jit_lines) == 9
+    added = "\n".join(line for line in diff.splitlines() if line.startswith("+"))
+    assert "False" not in added and "TYPE_CHECKING" not in added
+    assert "class Act" not in diff.split("+++ b/lib/layers.py")[1].replace("-class Act", "")
+    assert "+    def __init__(self, width: int, act) -> None:" in diff
+    assert "+    width: int" in diff
+    assert "-def pad(x: int) -> int: ..." in diff
+
+
+def test_drop_holds_what_a_script_that_stays_still_reads(tmp_path):
+    root = _lib(tmp_path)
+    # A script the tool cannot rewrite (it cannot tell what `thing` is) keeps its reach.
+    (root / "extra.py").write_text(
+        "import torch\n\n\ndef f(thing):\n    return torch.jit.script(thing)\n", encoding="utf-8"
+    )
+    doc = _scan(root, "--intent", "drop")
+    held = [f for f in doc["findings"] if f["rule"] == "MIG110"]
+    assert [f["fix"] for f in held] == ["assisted", "assisted"]
+    assert all("extra.py:5 stays" in f["message"] for f in held)
+
+
+def test_an_interface_another_module_names_stays(tmp_path):
+    root = _lib(tmp_path)
+    (root / "lib" / "uses.py").write_text("from lib.layers import Act\n", encoding="utf-8")
+    doc = _scan(root, "--intent", "drop")
+    (interface,) = [f for f in doc["findings"] if f["rule"] == "MIG117"]
+    assert interface["fix"] == "assisted" and "named in lib/uses.py" in interface["message"]
+
+
+def test_keep_scriptable_changes_only_what_warns(tmp_path):
+    root = _lib(tmp_path)
+    doc = _scan(root, "--intent", "keep-scriptable")
+    auto = {f["rule"] for f in doc["findings"] if f["fix"] == "auto"}
+    assert auto == {"MIG101"}
+    for rule in ("MIG104", "MIG108", "MIG110", "MIG111", "MIG112"):
+        for f in doc["findings"]:
+            if f["rule"] == rule:
+                assert "intent keep-scriptable" in f["message"] or f["fix"] != "auto"
+    diff = _diff(root, "--intent", "keep-scriptable")
+    assert "-    scripted = torch.jit.script(block)" in diff
+    assert "is_scripting" not in "".join(line for line in diff.splitlines() if line.startswith("-"))
+
+
+def test_scripted_functions_compile(tmp_path):
+    root = _lib(tmp_path, '[tool.migrate]\nscripted-functions = "compile"\n')
+    diff = _diff(root)
+    assert "-@torch.jit.script\n+@torch.compile\n" in diff
+    doc = _scan(root)
+    (gelu,) = [f for f in doc["findings"] if f["rule"] == "MIG101" and f["line"] == 7]
+    assert gelu["applicability"] == "unsafe" and "new shapes" in gelu["message"]
+    plain = _scan(_lib(tmp_path / "plain"))
+    (gelu,) = [f for f in plain["findings"] if f["rule"] == "MIG101" and f["line"] == 7]
+    assert gelu["applicability"] == "safe" and 'scripted-functions = "compile"' in gelu["message"]
+
+
+def test_every_report_shows_the_intent(tmp_path):
+    root = _lib(tmp_path)
+    text = run_cli(["scan", ".", "--no-cache", "--intent", "drop"], cwd=root).stdout
+    assert "Intent: the repository drops TorchScript" in text
+    text = run_cli(["scan", ".", "--no-cache"], cwd=root).stdout
+    assert "Intent: none" in text and "`--intent drop`" in text
+    sarif = json.loads(
+        run_cli(
+            ["scan", ".", "--no-cache", "-f", "sarif", "--intent", "keep-scriptable"], root
+        ).stdout
+    )
+    assert sarif["runs"][0]["properties"]["intent"] == "keep-scriptable"
+    out = root.parent / "plan.html"
+    run = run_cli(["report", ".", "-f", "html", "-o", str(out), "--intent", "drop"], cwd=root)
+    assert run.code == 0, run.stderr
+    assert "Intent: the repository drops TorchScript" in out.read_text(encoding="utf-8")
+    applied = run_cli(["apply", ".", "--dry-run", "--no-cache", "--intent", "drop"], cwd=root)
+    assert "Intent: the repository drops TorchScript" in applied.stdout
+    env = clean_env(root)
+    (root / "pyproject.toml").write_text('[tool.migrate]\nintent = "drop"\n', encoding="utf-8")
+    doc = json.loads(run_cli(["scan", ".", "--no-cache", "-f", "json"], root, env).stdout)
+    assert doc["summary"]["intent"] == "drop"
+
+
+def test_with_an_intent_importers_of_a_scripted_function_get_the_plain_one(tmp_path):
+    root = write_tree(
+        tmp_path / "repo",
+        {
+            "pkg/__init__.py": "",
+            "pkg/ops.py": """\
+                import torch
+
+
+                def swish(x):
+                    return x * torch.sigmoid(x)
+
+
+                swish = torch.jit.script(swish)
+                """,
+            "pkg/use.py": "from pkg.ops import swish\n\n\ndef run(x):\n    return swish(x)\n",
+        },
+    )
+    (plain,) = [f for f in _scan(root)["findings"] if f["rule"] == "MIG101"]
+    assert plain["fix"] == "assisted" and "another module imports it" in plain["message"]
+    for intent in ("drop", "keep-scriptable"):
+        (fixed,) = [f for f in _scan(root, "--intent", intent)["findings"] if f["rule"] == "MIG101"]
+        assert fixed["fix"] == "auto", fixed["message"]
