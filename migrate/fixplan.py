@@ -193,7 +193,7 @@ def loaders_move_with_their_writers(ctx: Context) -> dict[FindingKey, str]:
     holds: dict[FindingKey, str] = {}
     for f in ctx.findings:
         # A load the facts cannot place (called through an alias from another module...).
-        if f.rule in CONSUMER_RULES and f.autofix is not None:
+        if f.rule in CONSUMER_RULES and f.autofix is not None and not f.get("loaded_by"):
             if facts.site_at(f.path, f.line, f.column) is None:  # type: ignore[attr-defined]
                 holds[finding_key(f)] = (
                     "the tool cannot follow which file this load reads, nor what writes it"

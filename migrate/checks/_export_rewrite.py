@@ -17,12 +17,15 @@ from dataclasses import dataclass, field
 
 from migrate.checks._edits import replace_with_arg
 from migrate.checks._flow import (
+    alternative_bindings,
+    assignments,
     available_at,
     bound_name,
     is_free,
     is_pure,
     name_uses,
     parent,
+    pos,
     statement_of,
     value_origin,
 )
@@ -159,9 +162,12 @@ def spell_from(ctx: PythonContext, module: str, name: str, scope: Scope) -> tupl
     return qual, (f"import {module}",)
 
 
-def lowered(ctx: PythonContext, fix: Fix, program: str, scope: Scope) -> str:
-    """ExecuTorch lowering of an exported program, XNNPACK-delegated."""
+def lowered(ctx: PythonContext, fix: Fix, program: str, scope: Scope, delegate: bool = True) -> str:
+    """ExecuTorch lowering of an exported program, XNNPACK-delegated (or, for the fallback
+    branch of a mobile lowering, not delegated: ExecuTorch's portable kernels)."""
     lower = fix.need(spell_from(ctx, "executorch.exir", "to_edge_transform_and_lower", scope))
+    if not delegate:
+        return f"{lower}({program}).to_executorch()"
     xnnpack = fix.need(
         spell_from(
             ctx,
@@ -713,6 +719,8 @@ def program_use(
     if isinstance(holder, ast.Call) and holder.func is use:
         fix.edits.append(Edit(ctx.end(use), ctx.end(use), ".module()"))
         return False
+    if _mobile_fallback(ctx, use) is not None:
+        return False  # `mobile = traced` beside `mobile = optimize_for_mobile(traced)`: mobile_fix
     if isinstance(holder, ast.Call) and holder.args and holder.args[0] is use:
         qual = ctx.qualname(holder.func)
         if qual == "torch.jit.save":
@@ -873,11 +881,26 @@ def mobile_fix(ctx: PythonContext, call: ast.Call, program: str, scope: Scope, f
         fix.fail(_unsupported(ctx, call, holder).replace("ExportedProgram", "ExecuTorch program"))
         return
     stmt, name = bound_to
-    uses, problem = name_uses(ctx, stmt, name, scope)
+    fallbacks = alternative_bindings(ctx, stmt, name) or []
+    for other in fallbacks:
+        if _mobile_fallback(ctx, other.value) is not call:
+            fix.fail(
+                f"`{name}` is bound on another path (line {other.lineno}) to something other "
+                f"than the module `optimize_for_mobile` lowers"
+            )
+            return
+    uses, problem = name_uses(ctx, stmt, name, scope, fallbacks)
     if problem is not None:
         fix.fail(problem)
         return
     fix.edits.append(Edit(*ctx.span(call), lowering))
+    for other in fallbacks:
+        plain = lowered(ctx, fix, ctx.source(other.value), scope, delegate=False)
+        fix.edits.append(Edit(*ctx.span(other.value), plain))
+        fix.note(
+            f"the fallback on line {other.lineno} lowers without XNNPACK (portable kernels), "
+            "so both paths write an ExecuTorch program"
+        )
     for use in uses:
         holder = parent(ctx, use)
         method = parent(ctx, holder) if isinstance(holder, ast.Attribute) else None
@@ -899,6 +922,52 @@ def mobile_fix(ctx: PythonContext, call: ast.Call, program: str, scope: Scope, f
             return
 
 
+def _mobile_fallback(ctx: PythonContext, value: ast.expr) -> ast.Call | None:
+    """The `optimize_for_mobile(x)` call that `name = x` stands in for on another path:
+    `try: name = optimize_for_mobile(x)` / `except ...: name = x` (or `if`/`else`)."""
+    holder = parent(ctx, value)
+    if not (isinstance(value, ast.Name) and isinstance(holder, ast.Assign)):
+        return None
+    bound = bound_name(ctx, value)
+    if bound is None:
+        return None
+    for other in alternative_bindings(ctx, bound[0], bound[1]) or []:
+        call = other.value
+        if (
+            isinstance(call, ast.Call)
+            and ctx.qualname(call.func) == OPTIMIZE_FOR_MOBILE
+            and call.args
+            and isinstance(call.args[0], ast.Name)
+            and call.args[0].id == value.id
+        ):
+            return call
+    return None
+
+
+def _lowering_with_fallback(ctx: PythonContext, node: ast.Name) -> ast.Call | None:
+    """The `optimize_for_mobile(x)` call whose value `node` reads, when another path binds
+    the name to `x` itself instead (one binding: both become ExecuTorch programs)."""
+    scope = ctx.table.scope_for(node)
+    for stmt in reversed([s for s in assignments(scope, node.id) if pos(s) < pos(node)]):
+        fallbacks = alternative_bindings(ctx, stmt, node.id)
+        if not fallbacks:
+            continue
+        for binding in (stmt, *fallbacks):
+            if isinstance(binding.value, ast.Call) and ctx.qualname(binding.value.func) == (
+                OPTIMIZE_FOR_MOBILE
+            ):
+                lowering = binding
+                break
+        else:
+            return None
+        others = [b for b in (stmt, *fallbacks) if b is not lowering]
+        uses, problem = name_uses(ctx, lowering, node.id, scope, others)  # type: ignore[arg-type]
+        if problem is None and any(u is node for u in uses):
+            return lowering.value  # type: ignore[return-value]
+        return None
+    return None
+
+
 # --------------------------------------------------------------------------- use sites
 
 
@@ -916,6 +985,8 @@ def source_of(ctx: PythonContext, expr: ast.expr) -> Source:
     origin: ast.expr | None = expr
     for _ in range(8):
         origin = value_origin(ctx, expr)
+        if origin is None and isinstance(expr, ast.Name):
+            origin = _lowering_with_fallback(ctx, expr)
         if isinstance(origin, ast.Name):
             expr = origin
             continue
