@@ -280,6 +280,8 @@ def captures_move_with_every_use(ctx: Context) -> dict[FindingKey, str]:
     holds: dict[FindingKey, str] = {}
     for f in _with_fix(ctx, CAPTURE_RULES):
         uses = facts.external_uses(f.path, f.line, f.column)  # type: ignore[attr-defined]
+        if f.get("route") == "eager":  # the module itself: calls and imports of it still work
+            uses = [u for u in uses if u.kind not in ("call", "import")]
         if not uses:
             continue
         special = [u for u in uses if u.torchscript_only]
@@ -302,6 +304,8 @@ def captures_wait_for_their_forward(ctx: Context) -> dict[FindingKey, str]:
         return {}
     holds: dict[FindingKey, str] = {}
     for f in _with_fix(ctx, CAPTURE_RULES):
+        if f.get("route") == "eager":  # eager calls run forward's Python as before
+            continue
         captured = facts.class_of_capture(f.path, f.line, f.column)  # type: ignore[attr-defined]
         if captured is None:
             continue

@@ -21,6 +21,7 @@ from migrate.checks._flow import (
     assignments,
     available_at,
     bound_name,
+    global_reads,
     is_free,
     is_pure,
     name_uses,
@@ -29,6 +30,7 @@ from migrate.checks._flow import (
     statement_of,
     value_origin,
 )
+from migrate.checks._selfcompare import self_comparison
 from migrate.checks.base import Edit, GroupFix, PythonContext
 from migrate.pyscope import Scope
 
@@ -328,9 +330,31 @@ def _capture_fix(ctx: PythonContext, call: ast.Call) -> Fix:
     qual = ctx.qualname(call.func)
     scope = ctx.table.scope_for(call)
     uses, where = result_uses(ctx, call, scope)
+    global_uses = _global_uses(ctx, call) if where is not None else None
+    if where is not None and global_uses is None:
+        return fix.fail(where)
+    if global_uses is not None:
+        uses = global_uses
+    fix.member(CAPTURE_RULES.get(qual or "", "MIG101"), call)
+    module = _captured_module(ctx, call, qual)
+    calls = [parent(ctx, u) for u in uses]
+    called = [
+        c for c, u in zip(calls, uses, strict=True) if isinstance(c, ast.Call) and c.func is u
+    ]
+    # A module-level name is only called when its reads here are calls; other modules'
+    # uses are the planner's to check (captures_move_with_every_use).
+    only_called = len(called) == len(uses) and (bool(uses) or _module_binding(ctx, call))
+    vacuous = None
+    if only_called and module is not None:
+        line = self_comparison(ctx, called, module)
+        if line is None:
+            return _eager(ctx, call, qual, module, fix)
+        vacuous = (
+            f"the comparison on line {line} checks it against `{_short(ctx.source(module))}`: "
+            f"as the eager module it would compare `{_short(ctx.source(module))}` with itself"
+        )
     if where is not None:
         return fix.fail(where)
-    fix.member(CAPTURE_RULES.get(qual or "", "MIG101"), call)
     if qual == "torch.jit.trace":
         export = _trace_export(ctx, call, scope, fix)
     elif qual == "torch.jit.trace_module":
@@ -340,29 +364,14 @@ def _capture_fix(ctx: PythonContext, call: ast.Call) -> Fix:
     else:
         return fix.fail(f"`{qual}` is not a capture")
     if export is None:
-        return fix
-    module = _captured_module(ctx, call, qual)
-    calls = [parent(ctx, u) for u in uses]
-    only_called = bool(uses) and all(
-        isinstance(c, ast.Call) and c.func is u for c, u in zip(calls, uses, strict=True)
-    )
-    called = [
-        c for c, u in zip(calls, uses, strict=True) if isinstance(c, ast.Call) and c.func is u
-    ]
+        return _also(fix, vacuous)
     reason = _differing_call(ctx, call, qual, called)
     consequence = "export would not run these calls as they are"
     if reason is None:
         reason = _export_limit(ctx, module, scope)
         consequence = "export specializes on the example's data there, or fails"
     if reason is not None:
-        if not only_called or module is None:
-            return fix.fail(f"{reason}; {consequence}")
-        # Eager calls behave as the TorchScript ones did, whatever their arguments.
-        fix.eager = True
-        fix.imports.clear()
-        fix.notes = [reason]
-        fix.edits = [replace_with_arg(ctx, call, module)]
-        return fix
+        return _also(fix.fail(f"{reason}; {consequence}"), vacuous)
     absorbed = False
     for use in uses:
         replaced = program_use(ctx, use, call, export, scope, fix)
@@ -371,7 +380,45 @@ def _capture_fix(ctx: PythonContext, call: ast.Call) -> Fix:
             return fix
     if not absorbed:
         fix.edits.append(Edit(*ctx.span(call), export))
+    if vacuous is not None:
+        fix.note("the test now compares the exported program with the module")
     return fix
+
+
+def _eager(ctx: PythonContext, call: ast.Call, qual: str | None, module: ast.expr, fix: Fix) -> Fix:
+    """Every use only calls the captured object: the object itself, called as it is, behaves
+    as the TorchScript one did, whatever its forward does (branches on tensors, ignored
+    methods, Python side effects run as in eager mode). A safe fix."""
+    fix.eager = True
+    fix.imports.clear()
+    if qual == "torch.jit.script":
+        fix.notes = ["branches, ignored methods and Python side effects run as before"]
+    else:
+        fix.notes = ["its Python runs on every call (the trace had frozen one path)"]
+    fix.edits = [replace_with_arg(ctx, call, module)]
+    fix.applicability = "safe"
+    return fix
+
+
+def _also(fix: Fix, vacuous: str | None) -> Fix:
+    if vacuous is not None and fix.problem is not None:
+        fix.problem = f"{fix.problem}; {vacuous}"
+    return fix
+
+
+def _module_binding(ctx: PythonContext, call: ast.Call) -> bool:
+    bound = bound_name(ctx, call)
+    return bound is not None and ctx.table.scope_for(bound[0]) is ctx.table.module_scope
+
+
+def _global_uses(ctx: PythonContext, call: ast.Call) -> list[ast.expr] | None:
+    """The reads of the module-level name a capture is bound to, in functions and methods of
+    the file too (a per-scope analysis stops at them); None when it is not such a name."""
+    bound = bound_name(ctx, call)
+    if bound is None:
+        return None
+    reads = global_reads(ctx, bound[0], bound[1])
+    return list(reads) if reads is not None else None
 
 
 def result_uses(
