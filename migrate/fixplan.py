@@ -331,6 +331,34 @@ def captures_wait_for_their_forward(ctx: Context) -> dict[FindingKey, str]:
     return holds
 
 
+def branches_wait_for_scripts(ctx: Context) -> dict[FindingKey, str]:
+    """A `torch.cond` rewrite (MIG131) of a forward that a staying `torch.jit.script` still
+    compiles would break that script: TorchScript has no nested functions."""
+    facts = ctx.facts
+    branches = _with_fix(ctx, ("MIG131",))
+    if facts is None or not branches:
+        return {}
+    holds: dict[FindingKey, str] = {}
+    for capture in facts.captures:  # type: ignore[attr-defined]
+        start = capture.call.start
+        if capture.api != "torch.jit.script" or not _stays(ctx, _at(ctx, ("MIG101",), *start)):
+            continue
+        captured = facts.class_of_capture(*start)  # type: ignore[attr-defined]
+        if captured is None:
+            continue
+        spans = [m.span for m in captured.methods] or (
+            [captured.forward] if captured.forward else []
+        )
+        for branch in branches:
+            if any(_covers(span, branch) for span in spans):
+                holds.setdefault(
+                    finding_key(branch),
+                    f"`{captured.class_name}` is still scripted at {_where(capture.call)}, and "
+                    "TorchScript cannot compile the branch functions `torch.cond` takes",
+                )
+    return holds
+
+
 def _covers(span, f: Finding) -> bool:
     return span.display == f.path and span.line <= f.line <= span.end_line
 
@@ -399,5 +427,6 @@ PLANNING_RULES: list[PlanningRule] = [
     loaders_move_with_their_writers,
     captures_move_with_every_use,
     captures_wait_for_their_forward,
+    branches_wait_for_scripts,
     typing_stays_while_scripted,
 ]
