@@ -333,7 +333,8 @@ def captures_wait_for_their_forward(ctx: Context) -> dict[FindingKey, str]:
 
 def branches_wait_for_scripts(ctx: Context) -> dict[FindingKey, str]:
     """A `torch.cond` rewrite (MIG131) of a forward that a staying `torch.jit.script` still
-    compiles would break that script: TorchScript has no nested functions."""
+    compiles, or a staying trace still runs, would break it: TorchScript has no nested
+    functions, and the tracer cannot trace `torch.cond`."""
     facts = ctx.facts
     branches = _with_fix(ctx, ("MIG131",))
     if facts is None or not branches:
@@ -341,7 +342,10 @@ def branches_wait_for_scripts(ctx: Context) -> dict[FindingKey, str]:
     holds: dict[FindingKey, str] = {}
     for capture in facts.captures:  # type: ignore[attr-defined]
         start = capture.call.start
-        if capture.api != "torch.jit.script" or not _stays(ctx, _at(ctx, ("MIG101",), *start)):
+        rule = {"torch.jit.script": "MIG101", "torch.jit.trace": "MIG102"}.get(capture.api)
+        if capture.api == "torch.jit.trace_module":
+            rule = "MIG103"
+        if rule is None or not _stays(ctx, _at(ctx, (rule,), *start)):
             continue
         captured = facts.class_of_capture(*start)  # type: ignore[attr-defined]
         if captured is None:
@@ -353,8 +357,9 @@ def branches_wait_for_scripts(ctx: Context) -> dict[FindingKey, str]:
             if any(_covers(span, branch) for span in spans):
                 holds.setdefault(
                     finding_key(branch),
-                    f"`{captured.class_name}` is still scripted at {_where(capture.call)}, and "
-                    "TorchScript cannot compile the branch functions `torch.cond` takes",
+                    f"`{captured.class_name}` is still "
+                    f"{'scripted' if rule == 'MIG101' else 'traced'} at {_where(capture.call)}, "
+                    "and TorchScript cannot take the branch functions of `torch.cond`",
                 )
     return holds
 
