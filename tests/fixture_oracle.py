@@ -57,10 +57,6 @@ KNOWN_DEFECTS: dict[str, dict[str, str]] = {
         "compile the nested branch functions: even a full `migrate apply` leaves a file that "
         "fails at import",
     },
-    "MIG205/lite_load_forms": {
-        "run": "load_method('forward') returns an executorch Method, which is not callable: "
-        "the call `module(x)` must become `module.execute([x])[0]`",
-    },
     "MIG131/ternary": {
         "<import>": "with only MIG131 applied, the module-level torch.jit.trace(m, ...) stays "
         "and cannot trace torch.cond (a full apply also rewrites the trace and works): the "

@@ -73,15 +73,14 @@ def test_safe_fix_is_written_by_default(tmp_path):
     assert not result.held
 
 
-def test_export_capture_is_unsafe_even_when_called_with_its_example(tmp_path):
-    # export can fail where trace ran (Python reading tensor values, unregistered output
-    # types), so no export capture is safe; the eager rewrite of a script is.
+def test_a_capture_only_called_becomes_the_eager_module_by_default(tmp_path):
+    # Issue 27: calls of the module itself behave as the traced ones did (its Python runs
+    # where the trace had frozen one path), so the eager route is safe; export stays unsafe
+    # (test_unsafe_fix_is_written_only_with_unsafe_fixes).
     for source in (CALLED_AS_TRACED, CALLED_OTHERWISE):
         text, result = _apply(tmp_path, source)
-        assert text == source
-        assert [h.finding.applicability for h in result.held] == [Applicability.UNSAFE]
-    text, _ = _apply(tmp_path, CALLED_AS_TRACED, unsafe_fixes=True)
-    assert "return traced.module()(x)" in text
+        assert "traced = model\n" in text and "torch.jit" not in text, text
+        assert not result.held
 
 
 SCRIPTED_ELSEWHERE = {

@@ -132,6 +132,7 @@ class _Branch:
     expr: ast.expr | None = None  # ternary arm
     header_line: int = 0
     elif_chain: ast.If | None = None
+    reindent: str = ""  # the rest of a body after an early return moves one level in
 
 
 class CondRewriter:
@@ -174,6 +175,16 @@ class CondRewriter:
                 self.check_effects(branch.stmts)
         body_returns = _returns(node.body)
         else_returns = _returns(node.orelse) if node.orelse else False
+        rest = self.rest_of_body(node) if body_returns and not node.orelse else None
+        if rest is not None:
+            # `if c: return a` then the rest of the body: the rest is the false branch.
+            self.check_effects(rest)
+            joined = ast.If(test=node.test, body=node.body, orelse=rest)
+            ast.copy_location(joined, node)
+            joined.end_lineno, joined.end_col_offset = rest[-1].end_lineno, rest[-1].end_col_offset
+            unit = self.inner_indent(node, None)[len(self.line_prefix(node)) :] or "    "
+            orelse = _Branch(rest, header_line=node.end_lineno or node.lineno, reindent=unit)
+            return self.return_form(joined, pred, body, orelse)
         if body_returns or else_returns or _has_return(node.body) or _has_return(node.orelse):
             if not (body_returns and else_returns):
                 raise Refused("early return in one branch only")
@@ -487,7 +498,22 @@ class CondRewriter:
         region = self.with_clones(start, end, clones)
         if not region.endswith("\n"):
             region += "\n"
+        if branch.reindent:
+            region = "".join(
+                branch.reindent + line if line.strip() else line
+                for line in region.splitlines(keepends=True)
+            )
         return head + region + tail
+
+    def rest_of_body(self, node: ast.If) -> list[ast.stmt] | None:
+        """The statements after `node` in the function body, when `node` is one of its
+        top-level statements and every path through them returns."""
+        body = self.fn.node.body  # type: ignore[attr-defined]
+        for i, stmt in enumerate(body):
+            if stmt is node:
+                rest = body[i + 1 :]
+                return rest if _returns(rest) else None
+        return None
 
     def with_clones(self, start: int, end: int, clones: Mapping[int, ast.expr]) -> str:
         spans = sorted(

@@ -18,15 +18,20 @@ from dataclasses import dataclass, field
 
 from migrate.checks._edits import replace_with_arg
 from migrate.checks._flow import (
+    alternative_bindings,
+    assignments,
     available_at,
     bound_name,
+    global_reads,
     is_free,
     is_pure,
     name_uses,
     parent,
+    pos,
     statement_of,
     value_origin,
 )
+from migrate.checks._selfcompare import self_comparison
 from migrate.checks.base import Edit, GroupFix, PythonContext
 from migrate.scan.pyscope import Scope
 
@@ -160,9 +165,12 @@ def spell_from(ctx: PythonContext, module: str, name: str, scope: Scope) -> tupl
     return qual, (f"import {module}",)
 
 
-def lowered(ctx: PythonContext, fix: Fix, program: str, scope: Scope) -> str:
-    """ExecuTorch lowering of an exported program, XNNPACK-delegated."""
+def lowered(ctx: PythonContext, fix: Fix, program: str, scope: Scope, delegate: bool = True) -> str:
+    """ExecuTorch lowering of an exported program, XNNPACK-delegated (or, for the fallback
+    branch of a mobile lowering, not delegated: ExecuTorch's portable kernels)."""
     lower = fix.need(spell_from(ctx, "executorch.exir", "to_edge_transform_and_lower", scope))
+    if not delegate:
+        return f"{lower}({program}).to_executorch()"
     xnnpack = fix.need(
         spell_from(
             ctx,
@@ -323,9 +331,31 @@ def _capture_fix(ctx: PythonContext, call: ast.Call) -> Fix:
     qual = ctx.qualname(call.func)
     scope = ctx.table.scope_for(call)
     uses, where = result_uses(ctx, call, scope)
+    global_uses = _global_uses(ctx, call) if where is not None else None
+    if where is not None and global_uses is None:
+        return fix.fail(where)
+    if global_uses is not None:
+        uses = global_uses
+    fix.member(CAPTURE_RULES.get(qual or "", "MIG101"), call)
+    module = _captured_module(ctx, call, qual)
+    calls = [parent(ctx, u) for u in uses]
+    called = [
+        c for c, u in zip(calls, uses, strict=True) if isinstance(c, ast.Call) and c.func is u
+    ]
+    # A module-level name is only called when its reads here are calls; other modules'
+    # uses are the planner's to check (captures_move_with_every_use).
+    only_called = len(called) == len(uses) and (bool(uses) or _module_binding(ctx, call))
+    vacuous = None
+    if only_called and module is not None:
+        line = self_comparison(ctx, called, module)
+        if line is None:
+            return _eager(ctx, call, qual, module, fix)
+        vacuous = (
+            f"the comparison on line {line} checks it against `{_short(ctx.source(module))}`: "
+            f"as the eager module it would compare `{_short(ctx.source(module))}` with itself"
+        )
     if where is not None:
         return fix.fail(where)
-    fix.member(CAPTURE_RULES.get(qual or "", "MIG101"), call)
     if qual == "torch.jit.trace":
         export = _trace_export(ctx, call, scope, fix)
     elif qual == "torch.jit.trace_module":
@@ -335,32 +365,17 @@ def _capture_fix(ctx: PythonContext, call: ast.Call) -> Fix:
     else:
         return fix.fail(f"`{qual}` is not a capture")
     if export is None:
-        return fix
+        return _also(fix, vacuous)
     export = _recorded_dynamic_shapes(ctx, call, scope, fix, export)  # issue 28
     if not fix.auto:
         return fix
-    module = _captured_module(ctx, call, qual)
-    calls = [parent(ctx, u) for u in uses]
-    only_called = bool(uses) and all(
-        isinstance(c, ast.Call) and c.func is u for c, u in zip(calls, uses, strict=True)
-    )
-    called = [
-        c for c, u in zip(calls, uses, strict=True) if isinstance(c, ast.Call) and c.func is u
-    ]
     reason = _differing_call(ctx, call, qual, called)
     consequence = "export would not run these calls as they are"
     if reason is None:
         reason = _export_limit(ctx, module, scope)
         consequence = "export specializes on the example's data there, or fails"
     if reason is not None:
-        if not only_called or module is None:
-            return fix.fail(f"{reason}; {consequence}")
-        # Eager calls behave as the TorchScript ones did, whatever their arguments.
-        fix.eager = True
-        fix.imports.clear()
-        fix.notes = [reason]
-        fix.edits = [replace_with_arg(ctx, call, module)]
-        return fix
+        return _also(fix.fail(f"{reason}; {consequence}"), vacuous)
     absorbed = False
     for use in uses:
         replaced = program_use(ctx, use, call, export, scope, fix)
@@ -369,7 +384,45 @@ def _capture_fix(ctx: PythonContext, call: ast.Call) -> Fix:
             return fix
     if not absorbed:
         fix.edits.append(Edit(*ctx.span(call), export))
+    if vacuous is not None:
+        fix.note("the test now compares the exported program with the module")
     return fix
+
+
+def _eager(ctx: PythonContext, call: ast.Call, qual: str | None, module: ast.expr, fix: Fix) -> Fix:
+    """Every use only calls the captured object: the object itself, called as it is, behaves
+    as the TorchScript one did, whatever its forward does (branches on tensors, ignored
+    methods, Python side effects run as in eager mode). A safe fix."""
+    fix.eager = True
+    fix.imports.clear()
+    if qual == "torch.jit.script":
+        fix.notes = ["branches, ignored methods and Python side effects run as before"]
+    else:
+        fix.notes = ["its Python runs on every call (the trace had frozen one path)"]
+    fix.edits = [replace_with_arg(ctx, call, module)]
+    fix.applicability = "safe"
+    return fix
+
+
+def _also(fix: Fix, vacuous: str | None) -> Fix:
+    if vacuous is not None and fix.problem is not None:
+        fix.problem = f"{fix.problem}; {vacuous}"
+    return fix
+
+
+def _module_binding(ctx: PythonContext, call: ast.Call) -> bool:
+    bound = bound_name(ctx, call)
+    return bound is not None and ctx.table.scope_for(bound[0]) is ctx.table.module_scope
+
+
+def _global_uses(ctx: PythonContext, call: ast.Call) -> list[ast.expr] | None:
+    """The reads of the module-level name a capture is bound to, in functions and methods of
+    the file too (a per-scope analysis stops at them); None when it is not such a name."""
+    bound = bound_name(ctx, call)
+    if bound is None:
+        return None
+    reads = global_reads(ctx, bound[0], bound[1])
+    return list(reads) if reads is not None else None
 
 
 def result_uses(
@@ -784,6 +837,8 @@ def program_use(
     if isinstance(holder, ast.Call) and holder.func is use:
         fix.edits.append(Edit(ctx.end(use), ctx.end(use), ".module()"))
         return False
+    if _mobile_fallback(ctx, use) is not None:
+        return False  # `mobile = traced` beside `mobile = optimize_for_mobile(traced)`: mobile_fix
     if isinstance(holder, ast.Call) and holder.args and holder.args[0] is use:
         qual = ctx.qualname(holder.func)
         if qual == "torch.jit.save":
@@ -944,11 +999,26 @@ def mobile_fix(ctx: PythonContext, call: ast.Call, program: str, scope: Scope, f
         fix.fail(_unsupported(ctx, call, holder).replace("ExportedProgram", "ExecuTorch program"))
         return
     stmt, name = bound_to
-    uses, problem = name_uses(ctx, stmt, name, scope)
+    fallbacks = alternative_bindings(ctx, stmt, name) or []
+    for other in fallbacks:
+        if _mobile_fallback(ctx, other.value) is not call:
+            fix.fail(
+                f"`{name}` is bound on another path (line {other.lineno}) to something other "
+                f"than the module `optimize_for_mobile` lowers"
+            )
+            return
+    uses, problem = name_uses(ctx, stmt, name, scope, fallbacks)
     if problem is not None:
         fix.fail(problem)
         return
     fix.edits.append(Edit(*ctx.span(call), lowering))
+    for other in fallbacks:
+        plain = lowered(ctx, fix, ctx.source(other.value), scope, delegate=False)
+        fix.edits.append(Edit(*ctx.span(other.value), plain))
+        fix.note(
+            f"the fallback on line {other.lineno} lowers without XNNPACK (portable kernels), "
+            "so both paths write an ExecuTorch program"
+        )
     for use in uses:
         holder = parent(ctx, use)
         method = parent(ctx, holder) if isinstance(holder, ast.Attribute) else None
@@ -970,6 +1040,52 @@ def mobile_fix(ctx: PythonContext, call: ast.Call, program: str, scope: Scope, f
             return
 
 
+def _mobile_fallback(ctx: PythonContext, value: ast.expr) -> ast.Call | None:
+    """The `optimize_for_mobile(x)` call that `name = x` stands in for on another path:
+    `try: name = optimize_for_mobile(x)` / `except ...: name = x` (or `if`/`else`)."""
+    holder = parent(ctx, value)
+    if not (isinstance(value, ast.Name) and isinstance(holder, ast.Assign)):
+        return None
+    bound = bound_name(ctx, value)
+    if bound is None:
+        return None
+    for other in alternative_bindings(ctx, bound[0], bound[1]) or []:
+        call = other.value
+        if (
+            isinstance(call, ast.Call)
+            and ctx.qualname(call.func) == OPTIMIZE_FOR_MOBILE
+            and call.args
+            and isinstance(call.args[0], ast.Name)
+            and call.args[0].id == value.id
+        ):
+            return call
+    return None
+
+
+def _lowering_with_fallback(ctx: PythonContext, node: ast.Name) -> ast.Call | None:
+    """The `optimize_for_mobile(x)` call whose value `node` reads, when another path binds
+    the name to `x` itself instead (one binding: both become ExecuTorch programs)."""
+    scope = ctx.table.scope_for(node)
+    for stmt in reversed([s for s in assignments(scope, node.id) if pos(s) < pos(node)]):
+        fallbacks = alternative_bindings(ctx, stmt, node.id)
+        if not fallbacks:
+            continue
+        for binding in (stmt, *fallbacks):
+            if isinstance(binding.value, ast.Call) and ctx.qualname(binding.value.func) == (
+                OPTIMIZE_FOR_MOBILE
+            ):
+                lowering = binding
+                break
+        else:
+            return None
+        others = [b for b in (stmt, *fallbacks) if b is not lowering]
+        uses, problem = name_uses(ctx, lowering, node.id, scope, others)  # type: ignore[arg-type]
+        if problem is None and any(u is node for u in uses):
+            return lowering.value  # type: ignore[return-value]
+        return None
+    return None
+
+
 # --------------------------------------------------------------------------- use sites
 
 
@@ -987,6 +1103,8 @@ def source_of(ctx: PythonContext, expr: ast.expr) -> Source:
     origin: ast.expr | None = expr
     for _ in range(8):
         origin = value_origin(ctx, expr)
+        if origin is None and isinstance(expr, ast.Name):
+            origin = _lowering_with_fallback(ctx, expr)
         if isinstance(origin, ast.Name):
             expr = origin
             continue

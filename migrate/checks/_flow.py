@@ -238,9 +238,17 @@ def bound_name(ctx: PythonContext, value: ast.expr) -> tuple[ast.stmt, str] | No
 
 
 def name_uses(
-    ctx: PythonContext, stmt: ast.stmt, name: str, scope: Scope
+    ctx: PythonContext,
+    stmt: ast.stmt,
+    name: str,
+    scope: Scope,
+    alternatives: list[ast.Assign] | tuple[()] = (),
 ) -> tuple[list[ast.Name], str | None]:
-    """The reads of `name` that see the value bound by `stmt`, or why that is unclear."""
+    """The reads of `name` that see the value bound by `stmt`, or why that is unclear.
+
+    `alternatives` (from `alternative_bindings`) are the bindings of the other branches of
+    the `try`/`if` holding `stmt`: the caller gives them values of the same kind, so they
+    count as one binding with `stmt`, and the reads after the whole statement are its uses."""
     if name in scope.globals_:
         return [], f"`{name}` is declared global or nonlocal"
     if name in scope.imports or name in scope.defs:
@@ -254,6 +262,8 @@ def name_uses(
         if isinstance(node.ctx, ast.Load) or node is own:
             continue
         other = statement_of(ctx, node)
+        if any(other is alt for alt in alternatives):
+            continue
         same_block = isinstance(other, (ast.Assign, ast.AnnAssign)) and id(other) in block_ids
         if not same_block:
             return [], f"`{name}` is rebound on another path (line {node.lineno})"
@@ -271,6 +281,17 @@ def name_uses(
             continue
         if next_store is not None and pos(node) >= next_store:
             continue
+        if alternatives and block is not None:
+            owner = block[0]
+            if isinstance(owner, ast.ExceptHandler):
+                owner = parent(ctx, owner) or owner
+            if pos(node) < end_pos(owner) and not (
+                pos(node) > end_pos(stmt) and id(statement_of(ctx, node)) in block_ids
+            ):
+                return (
+                    [],
+                    f"`{name}` is read inside the `{type(owner).__name__.lower()}` (line {node.lineno})",
+                )
         uses.append(node)
     nested = _nested_read(ctx, name, scope)
     if nested is not None:
@@ -414,3 +435,91 @@ def is_pure(expr: ast.expr, allowed_call=lambda call: False) -> bool:
         elif not isinstance(node, _PURE):
             return False
     return True
+
+
+# --------------------------------------------------------------------------- module globals
+
+
+def global_reads(ctx: PythonContext, stmt: ast.stmt, name: str) -> list[ast.Name] | None:
+    """Every read of a module-level `name` bound once, by `stmt`, including the reads inside
+    functions and methods that see it (none binds the name itself); None when some code
+    rebinds it (another binding, a `global` declaration, `del`) or reads it before `stmt`."""
+    module = ctx.table.module_scope
+    if ctx.table.scope_for(stmt) is not module:
+        return None
+    own = _target_of(stmt)
+    reads: list[ast.Name] = []
+    for node in ast.walk(ctx.tree):
+        if isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
+            return None
+        if not isinstance(node, ast.Name) or node.id != name:
+            continue
+        if node is own:
+            continue
+        inner = ctx.table.scope_for(node)
+        if not isinstance(node.ctx, ast.Load):
+            if inner is module:
+                return None
+            continue  # a function's own local of that name: not the global
+        if not _sees_module_binding(name, inner, module):
+            continue
+        if inner is module and pos(node) < end_pos(stmt):
+            return None
+        reads.append(node)
+    return sorted(reads, key=pos)
+
+
+def _sees_module_binding(name: str, scope: Scope | None, module: Scope) -> bool:
+    current = scope
+    while current is not None and current is not module:
+        if current.kind != "class" and (
+            name in current.locals or name in current.imports or name in current.defs
+        ):
+            return False
+        current = current.parent
+    return True
+
+
+# --------------------------------------------------------------------------- alternatives
+
+
+def alternative_bindings(ctx: PythonContext, stmt: ast.stmt, name: str) -> list[ast.Assign] | None:
+    """The other bindings of `name` that take the place of `stmt` on another path: `stmt`
+    is the last binding of `name` in one branch of a `try`/`except` or `if`/`else`, and each
+    other branch ends its bindings of `name` with one `name = value` statement. None when
+    `stmt` has no such siblings."""
+    found = block_of(ctx, stmt)
+    if found is None:
+        return None
+    owner, block = found
+    if isinstance(owner, ast.ExceptHandler):
+        owner = parent(ctx, owner)
+    if isinstance(owner, ast.Try):
+        branches = [owner.body, *(h.body for h in owner.handlers)]
+    elif isinstance(owner, ast.If) and owner.orelse:
+        branches = [owner.body, owner.orelse]
+    else:
+        return None
+    if not any(b is block for b in branches):
+        return None  # an `else`/`finally` block of a try
+    if _last_binding(block, name) is not stmt:
+        return None
+    others: list[ast.Assign] = []
+    for branch in branches:
+        if branch is block:
+            continue
+        last = _last_binding(branch, name)
+        if not isinstance(last, ast.Assign):
+            return None
+        others.append(last)
+    return others
+
+
+def _last_binding(block: list[ast.stmt], name: str) -> ast.stmt | None:
+    """The last top-level statement of a block binding `name` as a single-name target."""
+    last = None
+    for stmt in block:
+        targets = getattr(stmt, "targets", None) or [getattr(stmt, "target", None)]
+        if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+            last = stmt
+    return last

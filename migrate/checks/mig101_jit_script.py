@@ -10,7 +10,8 @@ from collections.abc import Callable, Iterable, Mapping
 from migrate.checks._edits import drop_statement, remove_decorator, replace, replace_with_arg
 from migrate.checks._export_rewrite import capture_fix, result_uses
 from migrate.checks._flow import parent, reaching_value, scope_names
-from migrate.checks.base import PythonCheck, PythonContext, Reference
+from migrate.checks._selfcompare import self_comparison
+from migrate.checks.base import Edit, PythonCheck, PythonContext, Reference
 from migrate.findings import FixKind
 from migrate.scan.pyscope import Scope
 
@@ -156,6 +157,8 @@ class JitScriptToExport(PythonCheck):
                     target=kind,
                 )
                 return
+            if self.report_self_comparison(ctx, call, ref, arg, kind):
+                return
             holder = parent(ctx, call)
             if (
                 isinstance(holder, ast.Assign)
@@ -211,6 +214,32 @@ class JitScriptToExport(PythonCheck):
             ctx.__dict__["_mig101_evidence_note"] = note
         return kind
 
+    def report_self_comparison(
+        self, ctx: PythonContext, call: ast.Call, ref: Reference, arg: ast.expr, kind: str
+    ) -> bool:
+        """A test comparing the scripted function with the function itself: used directly,
+        it would compare the function with itself. Shown (a display fix), never written."""
+        uses, _ = result_uses(ctx, call, ref.scope or ctx.table.module_scope)
+        called = [h for u in uses if isinstance(h := parent(ctx, u), ast.Call) and h.func is u]
+        line = self_comparison(ctx, called, arg)
+        if line is None:
+            return False
+        compile_text, imports = ctx.spell("torch.compile", ref.scope or ctx.table.module_scope)
+        name = _short(ctx.source(arg))
+        ctx.report(
+            self.rule,
+            call,
+            f"`torch.jit.script` on a {kind} that the comparison on line {line} checks against "
+            f"`{name}` itself: used directly, it would compare `{name}` with itself; compare "
+            f"with `torch.compile({name})` (shown, not written) or with expected values",
+            symbol=ref.qualname,
+            edits=[Edit(*ctx.span(call.func), compile_text)],
+            imports=imports,
+            applicability="display",
+            target=kind,
+        )
+        return True
+
     @staticmethod
     def archive_use(ctx: PythonContext, call: ast.Call, ref: Reference) -> int | None:
         """Line of a use of the scripted function that needs an archive, if any."""
@@ -253,6 +282,7 @@ class JitScriptToExport(PythonCheck):
                 edits=fix.edits,
                 applicability="safe",
                 target="module",
+                route="eager",
             )
             return
         ctx.report(

@@ -40,6 +40,8 @@ class JitTraceToExport(PythonCheck):
                 f"module: {fix.notes[0]}",
                 symbol=ref.qualname,
                 edits=fix.edits,
+                applicability="safe",
+                route="eager",
             )
             return
         ctx.report(

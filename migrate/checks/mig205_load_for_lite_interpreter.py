@@ -5,8 +5,8 @@ from __future__ import annotations
 import ast
 
 from migrate.checks import _export_rewrite as rw
-from migrate.checks._flow import reaching_value
-from migrate.checks.base import PythonCheck, PythonContext, Reference
+from migrate.checks._flow import parent, reaching_value
+from migrate.checks.base import GroupFix, PythonCheck, PythonContext, Reference
 from migrate.findings import FixKind
 
 CALL_NOTE = (
@@ -43,6 +43,12 @@ class LoadForLiteInterpreter(PythonCheck):
         if "map_location" in bound:
             fix.note("map_location dropped (ExecuTorch runs where its delegates run)")
         text = f'{runtime}.get().load_program({path}).load_method("forward")'
+        calls = _calls_of_result(ctx, call, scope)
+        group = None
+        if calls:
+            # The load and the calls of what it returns are written together or not at all:
+            # an ExecuTorch method is not callable.
+            group = GroupFix([(self.code, call), *((self.code, c) for c in calls)])
         ctx.report(
             self.rule,
             call,
@@ -50,6 +56,7 @@ class LoadForLiteInterpreter(PythonCheck):
             symbol=ref.qualname,
             edits=[rw.Edit(*ctx.span(call), text)],
             imports=fix.imports,
+            group=group,
         )
 
     def on_node(self, node: ast.AST, ctx: PythonContext) -> None:
@@ -61,6 +68,26 @@ class LoadForLiteInterpreter(PythonCheck):
         origin = reaching_value(ctx, node.func)
         if not (isinstance(origin, ast.Call) and _is_lite_load(ctx, origin)):
             return
+        if _simple_call(node) and ctx.qualname(origin.func) in rw.LITE_LOADS:
+            holder = parent(ctx, node)
+            unpacked = isinstance(holder, ast.Assign) and isinstance(
+                holder.targets[0], (ast.Tuple, ast.List)
+            )
+            inputs = rw.tuple_display(ctx, list(node.args))
+            text = f"{node.func.id}.execute({inputs})" + ("" if unpacked else "[0]")
+            members = [(self.code, origin), (self.code, node)]
+            ctx.report(
+                self.rule,
+                node,
+                f"`{node.func.id}(...)` calls a lite-interpreter module: the ExecuTorch method "
+                "runs through `.execute((x, ...))`, which returns a list of outputs; "
+                + ("unpacked as before" if unpacked else "the first is taken (one output)"),
+                symbol="torch.jit.mobile.LiteScriptModule.__call__",
+                edits=[rw.Edit(*ctx.span(node), text)],
+                group=GroupFix(members),
+                loaded_by=origin.lineno,  # its load's group: the load is the consumer site
+            )
+            return
         ctx.report(
             self.rule,
             node,
@@ -68,6 +95,23 @@ class LoadForLiteInterpreter(PythonCheck):
             symbol="torch.jit.mobile.LiteScriptModule.__call__",
             fix=FixKind.ASSISTED,
         )
+
+
+def _simple_call(call: ast.Call) -> bool:
+    return not call.keywords and not any(isinstance(a, ast.Starred) for a in call.args)
+
+
+def _calls_of_result(ctx: PythonContext, load: ast.Call, scope) -> list[ast.Call]:
+    """The calls `m(x)` of the module a load returns (bound to a name in the scope)."""
+    uses, problem = rw.result_uses(ctx, load, scope)
+    if problem is not None:
+        return []
+    found = []
+    for use in uses:
+        holder = parent(ctx, use)
+        if isinstance(holder, ast.Call) and holder.func is use and isinstance(use, ast.Name):
+            found.append(holder)
+    return found
 
 
 def _mentions_lite_load(text: str) -> bool:

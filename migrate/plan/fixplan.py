@@ -268,7 +268,7 @@ def loaders_move_with_their_writers(ctx: Context) -> dict[FindingKey, str]:
     holds: dict[FindingKey, str] = {}
     for f in ctx.findings:
         # A load the facts cannot place (called through an alias from another module...).
-        if f.rule in CONSUMER_RULES and f.autofix is not None:
+        if f.rule in CONSUMER_RULES and f.autofix is not None and not f.get("loaded_by"):
             if facts.site_at(f.path, f.line, f.column) is None:  # type: ignore[attr-defined]
                 holds[finding_key(f)] = (
                     "the tool cannot follow which file this load reads, nor what writes it"
@@ -365,6 +365,8 @@ def captures_move_with_every_use(ctx: Context) -> dict[FindingKey, str]:
     holds: dict[FindingKey, str] = {}
     for f in _with_fix(ctx, CAPTURE_RULES):
         uses = facts.external_uses(f.path, f.line, f.column)  # type: ignore[attr-defined]
+        if f.get("route") == "eager":  # the module itself: calls and imports of it still work
+            uses = [u for u in uses if u.kind not in ("call", "import")]
         if not uses:
             continue
         special = [u for u in uses if u.torchscript_only]
@@ -392,6 +394,8 @@ def captures_wait_for_their_forward(ctx: Context) -> dict[FindingKey, str]:
         return {}
     holds: dict[FindingKey, str] = {}
     for f in _with_fix(ctx, CAPTURE_RULES):
+        if f.get("route") == "eager":  # eager calls run forward's Python as before
+            continue
         captured = facts.class_of_capture(f.path, f.line, f.column)  # type: ignore[attr-defined]
         if captured is None:
             continue
@@ -414,6 +418,39 @@ def captures_wait_for_their_forward(ctx: Context) -> dict[FindingKey, str]:
                     f"{branch.path}:{branch.line} (MIG131), which stays"
                 )
                 break
+    return holds
+
+
+def branches_wait_for_scripts(ctx: Context) -> dict[FindingKey, str]:
+    """A `torch.cond` rewrite (MIG131) of a forward that a staying `torch.jit.script` still
+    compiles, or a staying trace still runs, would break it: TorchScript has no nested
+    functions, and the tracer cannot trace `torch.cond`."""
+    facts = ctx.facts
+    branches = _with_fix(ctx, ("MIG131",))
+    if facts is None or not branches:
+        return {}
+    holds: dict[FindingKey, str] = {}
+    for capture in facts.captures:  # type: ignore[attr-defined]
+        start = capture.call.start
+        rule = {"torch.jit.script": "MIG101", "torch.jit.trace": "MIG102"}.get(capture.api)
+        if capture.api == "torch.jit.trace_module":
+            rule = "MIG103"
+        if rule is None or not _stays(ctx, _at(ctx, (rule,), *start)):
+            continue
+        captured = facts.class_of_capture(*start)  # type: ignore[attr-defined]
+        if captured is None:
+            continue
+        spans = [m.span for m in captured.methods] or (
+            [captured.forward] if captured.forward else []
+        )
+        for branch in branches:
+            if any(_covers(span, branch) for span in spans):
+                holds.setdefault(
+                    finding_key(branch),
+                    f"`{captured.class_name}` is still "
+                    f"{'scripted' if rule == 'MIG101' else 'traced'} at {_where(capture.call)}, "
+                    "and TorchScript cannot take the branch functions of `torch.cond`",
+                )
     return holds
 
 
@@ -576,6 +613,7 @@ PLANNING_RULES: list[PlanningRule] = [
     loaders_move_with_their_writers,
     captures_move_with_every_use,
     captures_wait_for_their_forward,
+    branches_wait_for_scripts,
     typing_stays_while_scripted,
     questions_fold_once_nothing_stays,
     interfaces_go_with_every_use,

@@ -1,0 +1,207 @@
+"""Issue 27: the eager route, and the sample repositories written the TorchScript way.
+
+A capture whose every use only calls it (in its module, in functions reading a module-level
+name, in other modules importing it) becomes the captured object itself: a safe fix, whatever
+its forward does. A try/except binding one name to `optimize_for_mobile(x)` or to `x` is one
+binding. fixtures/repos/service and fixtures/repos/exporter are executed before and after
+`migrate apply` (safe, and with --unsafe-fixes) and must print the same numbers.
+"""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from migrate.pipeline.apply import run_apply
+from migrate.scan.engine import ScanOptions
+from tests.scan_support import ROOT, clean_env, run_cli, write_tree
+from tests.test_apply_safety_repos import assert_same_numbers, numbers, run_programs
+
+REPOS = ROOT / "fixtures" / "repos"
+
+
+def _apply_tree(root: Path, files: dict[str, str], unsafe: bool = False):
+    write_tree(root, {k: textwrap.dedent(v) for k, v in files.items()})
+    options = ScanOptions(use_git=False, cache=False)
+    return run_apply([str(root)], options, allow_dirty=True, unsafe_fixes=unsafe)
+
+
+POST = """\
+    import torch
+
+
+    class Clamp(torch.nn.Module):
+        def forward(self, x):
+            if bool(x.max() > 1.0):
+                return x / x.max()
+            return x
+
+
+    clamp = torch.jit.script(Clamp())
+
+
+    def postprocess(scores):
+        return clamp(scores)
+    """
+
+
+def test_a_module_level_capture_read_in_functions_is_only_called(tmp_path):
+    _apply_tree(tmp_path, {"post.py": POST})
+    text = (tmp_path / "post.py").read_text()
+    assert "clamp = Clamp()\n" in text, text
+    assert "if bool(x.max() > 1.0):" in text  # the eager route leaves forward as it is
+
+
+@pytest.mark.parametrize(
+    "use",
+    [
+        "def code():\n    return clamp.code\n",
+        "def swap():\n    global clamp\n    clamp = None\n",
+        "def keep(xs):\n    return [clamp] + xs\n",
+    ],
+)
+def test_a_module_level_capture_used_otherwise_is_not_made_eager(tmp_path, use):
+    result = _apply_tree(tmp_path, {"post.py": textwrap.dedent(POST) + "\n\n" + use})
+    text = (tmp_path / "post.py").read_text()
+    assert "torch.jit.script(Clamp())" in text, text
+    (finding,) = [f for f in result.scan.findings if f.rule == "MIG101"]
+    assert finding.autofix is None
+
+
+ENCODERS = {
+    "pkg/__init__.py": "",
+    "pkg/models.py": """\
+        import torch
+
+
+        class Encoder(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = torch.nn.Linear(6, 4)
+
+            @torch.jit.ignore
+            def log(self, h):
+                print(h.shape)
+
+            def forward(self, x):
+                h = self.proj(x)
+                self.log(h)
+                if h.sum() > 0:
+                    return h
+                return -h
+        """,
+    "pkg/encoders.py": """\
+        import torch
+
+        from pkg.models import Encoder
+
+        encoder = torch.jit.trace(Encoder().eval(), torch.randn(3, 6))
+        """,
+    "pkg/pipeline.py": """\
+        from pkg.encoders import encoder
+
+
+        def embed(batch):
+            return encoder(batch)
+        """,
+}
+
+
+def test_an_imported_capture_only_called_elsewhere_becomes_the_module(tmp_path):
+    result = _apply_tree(tmp_path, ENCODERS)
+    assert "encoder = Encoder().eval()\n" in (tmp_path / "pkg/encoders.py").read_text()
+    (trace,) = [f for f in result.scan.findings if f.rule == "MIG102"]
+    assert "becomes the eager module" in trace.message and trace.autofix is not None
+
+
+def test_an_imported_capture_whose_graph_is_read_elsewhere_stays(tmp_path):
+    files = {k: textwrap.dedent(v) for k, v in ENCODERS.items()}
+    files["pkg/pipeline.py"] += "\n\ndef show():\n    return encoder.graph\n"
+    result = _apply_tree(tmp_path, files, unsafe=True)
+    assert "torch.jit.trace(" in (tmp_path / "pkg/encoders.py").read_text()
+    by_rule = {f.rule: f.message for f in result.scan.findings}
+    assert "`.graph` only exists on a TorchScript module" in by_rule["MIG102"]
+    # The trace stays, so its forward keeps its `if` (the tracer cannot take torch.cond).
+    assert "`Encoder` is still traced at" in by_rule["MIG131"], by_rule["MIG131"]
+    assert "if h.sum() > 0:" in (tmp_path / "pkg/models.py").read_text()
+
+
+MOBILE = {
+    "export.py": """\
+        import torch
+        from torch.utils.mobile_optimizer import optimize_for_mobile
+
+
+        class Net(torch.nn.Module):
+            def forward(self, x):
+                return x * 2
+
+
+        def export():
+            example = torch.randn(2, 8)
+            traced = torch.jit.trace(Net().eval(), example)
+            try:
+                mobile = optimize_for_mobile(traced)
+            except RuntimeError:
+                mobile = traced
+            mobile._save_for_lite_interpreter("net.ptl")
+        """,
+}
+
+
+def test_a_mobile_fallback_in_try_except_is_one_binding(tmp_path):
+    result = _apply_tree(tmp_path, MOBILE, unsafe=True)
+    text = (tmp_path / "export.py").read_text()
+    assert "rebound" not in "".join(f.message for f in result.scan.findings)
+    assert "traced = torch.export.export(Net().eval(), (example,))" in text, text
+    assert "partitioner=[XnnpackPartitioner()]" in text
+    assert "        mobile = to_edge_transform_and_lower(traced).to_executorch()\n" in text
+    assert 'Path("net.pte").write_bytes(mobile.buffer)' in text
+    assert "torch.jit" not in text and "optimize_for_mobile" not in text
+
+
+def test_a_fallback_binding_something_else_is_held_with_its_reason(tmp_path):
+    files = {"export.py": MOBILE["export.py"].replace("mobile = traced", "mobile = None")}
+    result = _apply_tree(tmp_path, files, unsafe=True)
+    reasons = {f.rule: f.message for f in result.scan.findings}
+    assert "bound on another path (line 16) to something other" in reasons["MIG102"], reasons
+    assert "torch.jit.trace(" in (tmp_path / "export.py").read_text()
+
+
+# --------------------------------------------------------------------------- sample repos
+
+
+def _migrated(tmp_path: Path, name: str, extra: list[str]) -> tuple[Path, str]:
+    tree = tmp_path / f"{name}_{'unsafe' if extra else 'safe'}"
+    shutil.copytree(REPOS / name, tree)
+    applied = run_cli(["apply", "--allow-dirty", *extra, str(tree)], tmp_path, clean_env(tmp_path))
+    assert applied.code in (0, 1), applied.stdout + applied.stderr
+    return tree, applied.stdout
+
+
+def test_service_sample_takes_the_eager_route_across_modules(tmp_path):
+    tree, out = _migrated(tmp_path, "service", [])
+    assert "encoder = Encoder().eval()\n" in (tree / "service/encoders.py").read_text()
+    assert "summarizer = Summarizer().eval()\n" in (tree / "service/stats.py").read_text()
+    assert "another module imports it" not in out and "export would run its Python" not in out
+    # What stays names its reason: the scripted gate has no example inputs where it is saved.
+    assert "export.py:11:16 MIG101 [assisted]" in out and "no example inputs in scope" in out
+
+
+@pytest.mark.verify
+@pytest.mark.parametrize("name", ["service", "exporter"])
+def test_sample_repository_runs_the_same_after_apply(tmp_path, name):
+    pytest.importorskip("torch")
+    trees = {"original": REPOS / name}
+    for mode, extra in {"safe": [], "unsafe": ["--unsafe-fixes"]}.items():
+        trees[mode], _ = _migrated(tmp_path, name, extra)
+    unsafe = "".join(p.read_text() for p in sorted((trees["unsafe"] / name).glob("*.py")))
+    if name == "exporter":
+        assert "torch.jit" not in unsafe and "torch.cond(" in unsafe
+    runs = run_programs(tmp_path, trees)
+    expected = numbers(runs["original"], "original")
+    for mode in ("safe", "unsafe"):
+        assert_same_numbers(numbers(runs[mode], mode), expected)
