@@ -14,9 +14,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from migrate.findings import Applicability
 from migrate.pipeline.apply import run_apply
 from migrate.scan.engine import ScanOptions
-from migrate.findings import Applicability
 
 
 def _apply(tmp_path: Path, source: str, unsafe: bool = True) -> tuple[str, object]:
