@@ -353,14 +353,13 @@ _LINE = 300
 
 
 def summary(head: str, attempts: list[Attempt], lead: Attempt | None = None) -> str:
-    """``head`` and each failed step with its error's class, on one line that is never cut
-    inside a reason: the first reason of ``lead`` is added only when it fits whole."""
-    steps = "; ".join(a.summary() for a in attempts) or "no step applied"
-    text = f"{head} ({steps})"
+    """``head: step: ErrorClass; ...`` on one line that is never cut inside a reason: the
+    first line of ``lead``'s reason is added only when it fits whole."""
+    text = f"{head}: " + ("; ".join(a.summary() for a in attempts) or "no step applied")
     if lead is not None:
         first = one_line(lead.reason, _LINE)
-        if len(text) + len(first) + 2 <= _LINE - 30 and not first.endswith("..."):
-            text = f"{head}: {first} ({steps})"
+        if not first.endswith("...") and len(text) + len(first) + 4 <= _LINE:
+            text += f" [{first}]"
     tail = "; --verbose shows every reason"
     return text + tail if len(text + tail) <= _LINE else text
 

@@ -109,7 +109,7 @@ def test_a_failed_ladder_names_every_rung_and_its_error_class(archive, spoiling,
     with pytest.raises(VerifyError) as err:
         recover.run_ladder(ts, "forward", ["forward"], example, lambda ep: None, None)
     msg = err.value.message
-    assert msg.startswith("no recovery converted forward (")
+    assert msg.startswith("no recovery converted forward: converter: AssertionError; ")
     for part in (
         "converter: AssertionError",
         "converter (frozen): AssertionError",
