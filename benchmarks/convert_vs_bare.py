@@ -60,6 +60,7 @@ def _timm(name: str, sized: bool = False) -> Callable[[int], Any]:
     """A timm model; ``sized``: it takes the image size (ViT-like, fixed patch grids)."""
 
     def build(size: int) -> Any:
+        _torchvision_ops()  # timm imports torchvision when it is installed
         import timm
 
         extra = {"img_size": size} if sized else {}

@@ -4,6 +4,7 @@ full reason is kept (JSON, ``--verbose``), non-core ops are rewritten before low
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -156,3 +157,36 @@ def test_cli_verbose_prints_full_reasons_and_timings_per_stage(tmp_path):
     assert "note: forward: converter failed (" in out
     stages = [ln.split()[1] for ln in out.splitlines() if ln.startswith("timing: ")]
     assert {"load", "converter", "freeze", "lower", "total"} <= set(stages)
+
+
+def test_cli_failure_keeps_every_full_reason_in_json_and_verbose(
+    archive, spoiling, monkeypatch, invoke, tmp_path
+):
+    path, _ = archive
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("re-capture broke: " + "z" * 400)
+
+    monkeypatch.setattr(recover, "recapture", broken)
+    args = ("convert", path, "--input-shape", "1x3x8x8", "-o", tmp_path / "out")
+    result = invoke(*args, "--format", "json")
+    assert result.exit_code == 2
+    data = json.loads(result.stdout)
+    assert data["verdict"] == "error" and data["error"]["stage"] == "convert"
+    assert [(a["step"], a["error"]) for a in data["attempts"]] == [
+        ("converter", "AssertionError"),
+        ("converter (frozen)", "AssertionError"),
+        ("freeze + re-capture", "RuntimeError"),
+    ]
+    assert data["attempts"][0]["reason"] == f"AssertionError: {LONG}"
+    verbose = invoke(*args, "--verbose")
+    assert verbose.exit_code == 2
+    assert (
+        f"note: freeze + re-capture failed (RuntimeError): RuntimeError: re-capture broke: {'z' * 400}"
+        in verbose.stderr
+    )
+    assert (
+        verbose.stderr.strip()
+        .splitlines()[-1]
+        .startswith("error: convert: no recovery converted forward: converter: AssertionError; ")
+    )
