@@ -146,6 +146,10 @@ ZOO: dict[str, tuple[str, Callable[[int], Any], str, tuple[str, ...]]] = {
         "image",
         ("trace", "script"),
     ),  # fmt: skip
+    "tv mnasnet0_5": ("torchvision", _tv("mnasnet0_5"), "image", ("trace", "script")),
+    "tv regnet_y_400mf": ("torchvision", _tv("regnet_y_400mf"), "image", ("trace", "script")),
+    "tv efficientnet_b0": ("torchvision", _tv("efficientnet_b0"), "image", ("trace", "script")),
+    "timm densenet121": ("timm", _timm("densenet121"), "image", ("trace", "script")),
     "hf bert": ("transformers", _hf("bert"), "ids", ("trace",)),
     "hf gpt2": ("transformers", _hf("gpt2"), "ids", ("trace",)),
     "hf vit": ("transformers", _hf("vit"), "image32", ("trace",)),
