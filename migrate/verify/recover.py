@@ -474,25 +474,24 @@ def run_ladder(
                     RECAPTURE, lambda: recapture(frozen, method, example, dynamic_shapes), attempts
                 )
             )
-        if frozen is not None:
-            if ep3 is not None:
-                flow = control_flow(frozen, method)
-                dynamic = {
-                    (i, d)
-                    for i, spec in enumerate(dynamic_shapes or ())
-                    if isinstance(spec, dict)
-                    for d in spec
-                }
-                fixed = input_assumptions(ts, method, example, dynamic)
-                if fixed:
-                    flow.append("inputs fixed to the example's: " + ", ".join(fixed))
-                if getattr(ts, "training", False):
-                    flow.append("captured in eval mode (the archive is in training mode)")
-                rec3 = Recovery(method, ep3, RECAPTURE, specialised=flow, vary_scalars=True)
-                if scalar_nodes(ep3.module()):
-                    rec3 = specialised_step(ep3, RECAPTURE_SPEC, flow) or rec3
-                if accept(rec3):
-                    return finish(rec3)
+        if ep3 is not None:
+            flow = control_flow(frozen, method)
+            dynamic = {
+                (i, d)
+                for i, spec in enumerate(dynamic_shapes or ())
+                if isinstance(spec, dict)
+                for d in spec
+            }
+            fixed = input_assumptions(ts, method, example, dynamic)
+            if fixed:
+                flow.append("inputs fixed to the example's: " + ", ".join(fixed))
+            if getattr(ts, "training", False):
+                flow.append("captured in eval mode (the archive is in training mode)")
+            rec3 = Recovery(method, ep3, RECAPTURE, specialised=flow, vary_scalars=True)
+            if scalar_nodes(ep3.module()):
+                rec3 = specialised_step(ep3, RECAPTURE_SPEC, flow) or rec3
+            if accept(rec3):
+                return finish(rec3)
         # 4: decompositions of whatever matched.
         if lower_once is not None:
             for rec in found:
