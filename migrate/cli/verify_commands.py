@@ -7,6 +7,7 @@ command bodies only (they belong to the ``verify`` extra).
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import sys
 from pathlib import Path
@@ -527,8 +528,16 @@ def convert(
     ray_address: Annotated[
         str | None, typer.Option("--ray-address", help=_RAY_ADDRESS_HELP)
     ] = None,
-    fmt: Annotated[str, typer.Option("--format", help="A batch's summary: text or json.")] = "text",
+    fmt: Annotated[
+        str, typer.Option("--format", help="text or json (one archive's result, or a batch's).")
+    ] = "text",
     debug: Annotated[bool, typer.Option("--debug", help=_DEBUG_HELP)] = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Print every recovery step's full reason.")
+    ] = False,
+    timings: Annotated[
+        bool, typer.Option("--timings", help="Print the seconds each stage took.")
+    ] = False,
 ) -> None:
     """Convert a TorchScript archive to OUT/<name>.pt2 (torch.export) and OUT/<name>.pte
     (ExecuTorch), checked against the archive on a few samples (exit 1 when they differ)."""
@@ -557,7 +566,7 @@ def convert(
             jobs, timeout, rerun, ray, ray_address, fmt,
         )  # fmt: skip
     assert model is not None
-    from migrate.verify.pipeline import run_convert
+    from migrate.verify.pipeline import convert_error_json, run_convert
 
     _warn_trust(trust_archive, model)
     try:
@@ -576,9 +585,17 @@ def convert(
     except VerifyError as exc:
         if debug:
             raise
+        if fmt == "json":
+            typer.echo(json.dumps(convert_error_json(exc), indent=2))
+        elif verbose:
+            for a in getattr(exc, "attempts", []):
+                typer.echo(f"note: {a.step} failed ({a.error}): {a.reason}", err=True)
         raise _fail(exc) from None
-    for line in res.lines():
-        typer.echo(line)
+    if fmt == "json":
+        typer.echo(json.dumps(res.to_json(), indent=2))
+    else:
+        for line in res.lines(verbose) + (res.timing_lines() if timings else []):
+            typer.echo(line)
     if res.mismatch:
         typer.echo(f"mismatch: {res.mismatch}", err=True)
         raise typer.Exit(1)

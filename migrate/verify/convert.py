@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import copy
+import io
+import re
+import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,6 +31,69 @@ class Converted:
         return " -> ".join(self.path)
 
 
+class Archive:
+    """A TorchScript archive kept as bytes, loaded afresh for each conversion attempt.
+
+    The converter changes the module it is given (it rewrites ``forward``'s graph and
+    its parameters' holders), so an attempt after a failed one must not reuse that
+    object: every :meth:`fresh` is a new load, and the caller's module is never touched.
+    """
+
+    def __init__(self, ts: Any = None, data: bytes | None = None) -> None:
+        if data is None:
+            buf = io.BytesIO()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                torch.jit.save(ts, buf)
+            data = buf.getvalue()
+        self.data = data
+        self.training = bool(getattr(ts, "training", False))
+        self.loads = 0  # how many fresh copies were handed out
+        self.load_s = 0.0  # seconds those loads took
+
+    def fresh(self) -> Any:
+        start = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ts = torch.jit.load(io.BytesIO(self.data), map_location="cpu")
+        self.loads += 1
+        self.load_s += time.perf_counter() - start
+        return ts
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One failed step: its name, the full reason and the error's class."""
+
+    step: str
+    reason: str
+    error: str
+
+    def __iter__(self) -> Any:  # ``for step, reason in attempts``
+        yield self.step
+        yield self.reason
+
+    def summary(self) -> str:
+        return f"{self.step}: {self.error}"
+
+
+_CAUSE = re.compile(r"\s*([A-Za-z_][\w.]*(?:Error|Exception|Violation\w*)): ")
+
+
+def attempt(step: str, exc: BaseException, prefix: str = "") -> Attempt:
+    """The attempt ``exc`` ended, with the whole text of the error (never cut)."""
+    text = str(exc).strip()
+    error = type(exc).__name__
+    if isinstance(exc, VerifyError) and exc.__cause__ is not None:
+        return attempt(step, exc.__cause__, prefix)
+    if text.startswith("The following operation failed in the TorchScript interpreter"):
+        causes = [m.group(1) for m in map(_CAUSE.match, text.splitlines()) if m]
+        if causes:
+            error = causes[-1].rsplit(".", 1)[-1]
+    reason = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    return Attempt(step, prefix + reason, error)
+
+
 @dataclass
 class Lowered:
     buffer: bytes
@@ -41,36 +107,46 @@ def _reexport(ep: Any, example: tuple[Any, ...], dynamic_shapes: Any) -> Any:
 
 
 def convert_archive(
-    ts: Any, example: tuple[Any, ...], dynamic_shapes: Any = None, debug: bool = False
+    ts: Any,
+    example: tuple[Any, ...],
+    dynamic_shapes: Any = None,
+    debug: bool = False,
+    attempts: list[Attempt] | None = None,
 ) -> Converted:
-    """TorchScript module -> ExportedProgram via ``TS2EPConverter``.
+    """TorchScript module (or :class:`Archive`) -> ExportedProgram via ``TS2EPConverter``.
 
     When the plain conversion fails, a frozen copy (``torch.jit.freeze``, which
-    folds attributes and training-mode branches) is converted instead.  With
-    dynamic dimensions the converted program is re-exported with
+    folds attributes and training-mode branches) of a fresh load is converted
+    instead.  With dynamic dimensions the converted program is re-exported with
     ``torch.export.Dim`` ranges (the converter itself only takes sample inputs).
+    Each conversion gets its own load, so ``ts`` is left as it was; the failed
+    tries are appended to ``attempts`` with their full reasons.
     """
     from torch._export.converter import TS2EPConverter
 
+    archive = ts if isinstance(ts, Archive) else Archive(ts)
+    tried: list[Attempt] = [] if attempts is None else attempts
     path: list[str] = []
     with quiet(debug):
         try:
-            ep = TS2EPConverter(ts, tuple(example)).convert()
+            ep = TS2EPConverter(archive.fresh(), tuple(example)).convert()
             path.append("TS2EPConverter")
         except Exception as exc:
-            first = describe(exc)
+            first = exc
+            tried.append(attempt("converter", exc))
             ep = None
-            if not getattr(ts, "training", False):
+            if not archive.training:
                 try:
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore")
-                        frozen = torch.jit.freeze(ts)
+                        frozen = torch.jit.freeze(archive.fresh())
                     ep = TS2EPConverter(frozen, tuple(example)).convert()
                     path.append("torch.jit.freeze + TS2EPConverter")
-                except Exception:
+                except Exception as exc2:
+                    tried.append(attempt("converter (frozen)", exc2))
                     ep = None
             if ep is None:
-                raise VerifyError("convert", f"TS2EPConverter failed: {first}") from exc
+                raise VerifyError("convert", f"TS2EPConverter failed: {describe(first)}") from first
         if dynamic_shapes is not None:
             try:
                 ep = _reexport(ep, example, dynamic_shapes)
@@ -104,10 +180,41 @@ def _partitioners(backend: str) -> list[Any]:
     return [XnnpackPartitioner()]
 
 
+def core_ops(ep: Any) -> Any:
+    """``ep`` with the non-core ops TorchScript records rewritten to their core forms, in place.
+
+    The TorchScript interpreter calls ``aten::_convolution`` (traced convolutions), which
+    a re-captured program keeps and which no lowering accepts (it is not core ATen);
+    ``aten.convolution`` computes the same from its first nine arguments (the rest only
+    select cuDNN/benchmark modes).  Rewriting the node is cheaper than a
+    ``run_decompositions`` pass over the whole program.
+    """
+    for program in ep.values() if isinstance(ep, dict) else [ep]:
+        gm = program.graph_module
+        changed = False
+        for module in gm.modules():
+            graph = getattr(module, "graph", None)
+            if not isinstance(graph, torch.fx.Graph):
+                continue
+            for node in graph.nodes:
+                if (
+                    node.op == "call_function"
+                    and node.target is torch.ops.aten._convolution.default
+                ):
+                    node.target = torch.ops.aten.convolution.default
+                    node.args = tuple(node.args[:9])
+                    node.kwargs = {}
+                    changed = True
+        if changed:
+            gm.recompile()
+    return ep
+
+
 def _lower_once(ep: Any, backend: str) -> bytes:
     """One program, or a ``{method: program}`` dict lowered into one multi-method ``.pte``."""
     from executorch.exir import to_edge_transform_and_lower
 
+    core_ops(ep)
     manager = to_edge_transform_and_lower(ep, partitioner=_partitioners(backend))
     return bytes(manager.to_executorch().buffer)
 
@@ -151,10 +258,18 @@ def lower(
     errors: list[BaseException] = []
     # Lowering mutates the program it is given (constants are moved into the
     # delegate), so every attempt works on a copy and ``ep`` stays runnable.
+    # One re-export serves the re-export and decomposed paths.
+    again: list[Any] = []
+
+    def reexported() -> Any:
+        if not again:
+            again.append(_reexport(ep, example, dynamic_shapes))
+        return again[0]
+
     plans: list[tuple[str, Callable[[], Any]]] = [
         ("direct", lambda: copy.deepcopy(ep)),
-        ("re-export", lambda: _reexport(ep, example, dynamic_shapes)),
-        ("decomposed", lambda: _reexport(ep, example, dynamic_shapes).run_decompositions()),
+        ("re-export", lambda: copy.deepcopy(reexported())),
+        ("decomposed", lambda: reexported().run_decompositions()),
     ]
     with quiet(debug) as log:
         for name, make in plans:

@@ -22,7 +22,7 @@ from migrate.verify.branch_check import (
     run_branch_check,
 )
 from migrate.verify.compare import LeafResult, Tolerance, compare_outputs, json_float
-from migrate.verify.errors import VerifyError, describe, quiet
+from migrate.verify.errors import VerifyError, describe, one_line, quiet
 
 SCHEMA_VERSION = 1
 
@@ -544,7 +544,7 @@ def _archive_candidates(
                 f"recovered via {rec.path}"
                 + (f" ({rec.lower_path})" if rec.lower_path != "direct" else "")
                 + " after: "
-                + "; ".join(f"{p}: {r}" for p, r in rec.attempts)
+                + "; ".join(f"{a.step}: {one_line(a.reason)}" for a in rec.attempts)
             )
         candidates.append(pte)
     return recs[methods[0]].ep
@@ -568,6 +568,7 @@ def ladder(
     )
     recs = {}
     base = list(samples)
+    archive = conv.Archive(ts)  # each ladder step loads its own copy from this snapshot
     for m in methods:
         refs = list(ref_by_method[m])
         try:
@@ -580,10 +581,13 @@ def ladder(
                 lower_once,
                 dynamic_shapes,
                 debug,
+                archive,
             )
         except VerifyError as exc:
             if hint and not debug:
-                raise VerifyError(exc.stage, hint + exc.message) from exc
+                raise recover.ladder_error(
+                    exc.stage, hint + exc.message, getattr(exc, "attempts", [])
+                ) from exc
             raise
         if len(methods) > 1:
             recs[m].lower_s = None  # only checked with to_edge; lowered together later
@@ -938,8 +942,31 @@ class ConvertResult:
     mismatch: str | None = None  # why the .pte differs from the archive (nothing written)
     together_s: float | None = None  # several methods: seconds to lower them together
     max_abs: dict[str, float] = field(default_factory=dict)  # method -> the .pte's max abs error
+    timings: dict[str, float] = field(default_factory=dict)  # stage -> seconds
 
-    def lines(self) -> list[str]:
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "verdict": "mismatch" if self.mismatch else "pass",
+            "pt2": {m: str(p) for m, p in self.pt2.items()},
+            "pte": None if self.pte is None else str(self.pte),
+            "backend": self.backend,
+            "samples": self.samples,
+            "recovery": [r.to_json() for r in self.recoveries.values()],
+            "max_abs": {m: json_float(v) for m, v in self.max_abs.items()},
+            "mismatch": self.mismatch,
+            "notes": self.notes,
+            "timings": {k: round(v, 3) for k, v in self.timings.items()},
+        }
+
+    def timing_lines(self) -> list[str]:
+        total = self.timings.get("total")
+        return [
+            f"timing: {stage:<32} {sec:8.2f} s"
+            + (f"  {100 * sec / total:3.0f}%" if total and stage != "total" else "")
+            for stage, sec in self.timings.items()
+        ]
+
+    def lines(self, verbose: bool = False) -> list[str]:
         out = []
         for m, path in self.pt2.items():
             rec = self.recoveries[m]
@@ -962,9 +989,10 @@ class ConvertResult:
         for m, rec in self.recoveries.items():
             for what in rec.specialised:
                 out.append(f"note: {m}: specialised: {what}")
-            if rec.path != recover.CONVERTER or rec.lower_path != "direct":
-                for step, why in rec.attempts:
-                    out.append(f"note: {m}: {step} failed: {why}")
+            if verbose or rec.path != recover.CONVERTER or rec.lower_path != "direct":
+                for a in rec.attempts:
+                    why = a.reason if verbose else one_line(a.reason)
+                    out.append(f"note: {m}: {a.step} failed ({a.error}): {why}")
         out += [f"note: {n}" for n in self.notes]
         return out
 
@@ -988,6 +1016,8 @@ def run_convert(
     rtol: float | None = None,
     atol: float | None = None,
 ) -> ConvertResult:
+    t_start = time.perf_counter()
+    timings: dict[str, float] = {}
     if backend not in conv.BACKENDS:
         raise VerifyError("usage", f"unknown backend {backend!r} (xnnpack, portable)")
     check_tolerances(rtol, atol)
@@ -1002,7 +1032,7 @@ def run_convert(
             "usage", "convert needs example inputs: --inputs FILE or --input-shape SPEC"
         )
     path = Path(model)
-    with quiet(debug):
+    with quiet(debug), recover._timed(timings, "load"):
         ts = load.load_archive(path, trust)
     notes: list[str] = []
     methods = archive_methods(ts, example, method, notes)
@@ -1013,7 +1043,7 @@ def run_convert(
     for m in methods:
         run = rn.script_runner(ts, "cpu", m)
         try:
-            with quiet(debug):
+            with quiet(debug), recover._timed(timings, "reference"):
                 run(example)
         except Exception as exc:
             raise VerifyError(
@@ -1021,20 +1051,29 @@ def run_convert(
                 f"the model ({m}) rejected the inputs {inp.describe_args(example)}: "
                 f"{describe(exc)}",
             ) from exc
-        with quiet(debug):
+        with quiet(debug), recover._timed(timings, "reference"):
             ref_by_method[m] = _reference_outputs(run, samples, "cpu")
     tol = Tolerance(rtol, atol)
     recs = ladder(ts, methods, example, samples, ref_by_method, tol, backend, dynamic_shapes, debug)
+    for m, rec in recs.items():
+        for stage, sec in rec.timings.items():
+            key = stage if len(recs) == 1 else f"{m}: {stage}"
+            timings[key] = timings.get(key, 0.0) + sec
     if any(r.vary_scalars for r in recs.values()):
-        _specialisation_samples(ts, methods, example, samples, ref_by_method, seed, notes)
+        with recover._timed(timings, "reference"):
+            _specialisation_samples(ts, methods, example, samples, ref_by_method, seed, notes)
     start = time.perf_counter()
-    buffer, lower_error = lowered_buffer(recs, backend, debug)
+    with recover._timed(timings, "lower (methods together)"):
+        buffer, lower_error = lowered_buffer(recs, backend, debug)
+    if len(recs) == 1:
+        timings.pop("lower (methods together)", None)
     if buffer is None:
         assert lower_error is not None
         raise lower_error
-    result = ConvertResult({}, None, recs, backend, len(samples), notes)
+    result = ConvertResult({}, None, recs, backend, len(samples), notes, timings=timings)
     if len(recs) > 1:
         result.together_s = time.perf_counter() - start
+    check_start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="migrate-convert-") as tmp:
         pte_tmp = Path(tmp) / "check.pte"
         pte_tmp.write_bytes(buffer)
@@ -1059,11 +1098,27 @@ def run_convert(
                     f"the .pte method {m} differs from the archive: {why}; nothing written "
                     "(migrate verify shows the details)"
                 )
-                return result
-    out.mkdir(parents=True, exist_ok=True)
-    for m, rec in recs.items():
-        stem = path.stem if m == "forward" else f"{path.stem}.{m}"
-        with quiet(debug):
-            result.pt2[m] = conv.save_pt2(rec.ep, out / f"{stem}.pt2")
-    result.pte = conv.save_pte(buffer, out / f"{path.stem}.pte")
+                break
+    timings["pte check"] = time.perf_counter() - check_start
+    if result.mismatch is None:
+        with recover._timed(timings, "save"):
+            out.mkdir(parents=True, exist_ok=True)
+            for m, rec in recs.items():
+                stem = path.stem if m == "forward" else f"{path.stem}.{m}"
+                with quiet(debug):
+                    result.pt2[m] = conv.save_pt2(rec.ep, out / f"{stem}.pt2")
+            result.pte = conv.save_pte(buffer, out / f"{path.stem}.pte")
+    timings["total"] = time.perf_counter() - t_start
     return result
+
+
+def convert_error_json(exc: VerifyError) -> dict[str, Any]:
+    """``convert --format json`` of a failed conversion: the error and every step's full reason."""
+    return {
+        "verdict": "error",
+        "error": {"stage": exc.stage, "message": exc.message},
+        "attempts": [
+            {"step": a.step, "error": a.error, "reason": a.reason}
+            for a in getattr(exc, "attempts", [])
+        ],
+    }

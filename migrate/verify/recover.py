@@ -1,7 +1,10 @@
 """The recovery ladder: TorchScript archive -> an exported program that lowers to ExecuTorch.
 
 Steps, each tried only when the previous one failed (to convert, to match the
-archive on the samples, or to lower), the one used is named in the report:
+archive on the samples, or to lower), the one used is named in the report. Every
+step that reads the archive gets its own fresh load (:class:`convert.Archive`):
+the converter changes the module it is given, and a later step must not start
+from what a failed one left behind.
 
 1. ``converter``: ``TS2EPConverter`` (forward only; a frozen copy when the plain
    archive fails);
@@ -19,10 +22,11 @@ archive on the samples, or to lower), the one used is named in the report:
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,7 +35,8 @@ import torch.utils._pytree as pytree
 from torch import nn
 
 from migrate.verify import convert as conv
-from migrate.verify.errors import VerifyError, describe, quiet
+from migrate.verify.convert import Archive, Attempt, attempt
+from migrate.verify.errors import VerifyError, describe, one_line, quiet
 
 #: Ops that read a tensor's values into a Python scalar.
 _SCALAR_OPS = ("aten._local_scalar_dense.default", "aten.item.default")
@@ -81,20 +86,24 @@ class Recovery:
     buffer: bytes | None = None  # lowered alone (None when lowering failed or was deferred)
     program: Any = None  # the program that lowered (ep, or its re-export/decomposition)
     lower_error: VerifyError | None = None
-    attempts: list[tuple[str, str]] = field(default_factory=list)  # (step, why it failed)
+    attempts: list[Attempt] = field(default_factory=list)  # the steps that failed, in order
     specialised: list[str] = field(default_factory=list)  # what now holds for the example only
     vary_scalars: bool = False  # Python scalar inputs were baked in: vary them in the samples
     lower_s: float | None = None  # seconds the successful lowering took
     detail: str = ""  # how the step went (the converter's own path)
+    timings: dict[str, float] = field(default_factory=dict)  # seconds per ladder stage
 
     def to_json(self) -> dict[str, Any]:
         return {
             "method": self.method,
             "path": self.path,
             "lowering": self.lower_path,
-            "attempts": [{"step": s, "reason": r} for s, r in self.attempts],
+            "attempts": [
+                {"step": a.step, "error": a.error, "reason": a.reason} for a in self.attempts
+            ],
             "specialised": self.specialised,
             "lower_s": None if self.lower_s is None else round(self.lower_s, 2),
+            "timings": {k: round(v, 3) for k, v in self.timings.items()},
         }
 
 
@@ -248,11 +257,14 @@ class _Recapture(nn.Module):
         return getattr(self.frozen, self.method)(*args)
 
 
-def freeze(ts: Any, methods: list[str]) -> Any:
+def freeze(ts: Any, methods: list[str], copy_first: bool = True) -> Any:
+    """``torch.jit.freeze`` of ``ts`` in eval mode (of a copy unless ``copy_first`` is False:
+    a fresh load that nothing else holds)."""
     keep = [m for m in methods if m != "forward"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return torch.jit.freeze(copy.deepcopy(ts).eval(), preserved_attrs=keep)
+        module = copy.deepcopy(ts) if copy_first else ts
+        return torch.jit.freeze(module.eval(), preserved_attrs=keep)
 
 
 def control_flow(frozen: Any, method: str) -> list[str]:
@@ -278,7 +290,7 @@ def recapture(frozen: Any, method: str, example: tuple[Any, ...], dynamic_shapes
     for name, value in list(ep.constants.items()):
         if isinstance(value, torch.Tensor) and not value.is_leaf:
             ep.constants[name] = value.detach()
-    return ep
+    return conv.core_ops(ep)
 
 
 # --------------------------------------------------------------------------- assumptions
@@ -317,16 +329,46 @@ Check = Callable[[Any], str | None]  # None: matches the archive on every sample
 LowerOnce = Callable[[Any], bytes]
 
 
-def _try(what: str, fn: Callable[[], Any], attempts: list[tuple[str, str]]) -> Any:
+def _try(what: str, fn: Callable[[], Any], attempts: list[Attempt]) -> Any:
     try:
         return fn()
     except NotShapeDerived as exc:
-        attempts.append((what, f"refused: {exc}"))
-    except VerifyError as exc:
-        attempts.append((what, exc.message))
+        attempts.append(Attempt(what, f"refused: {exc}", "refused"))
     except Exception as exc:
-        attempts.append((what, describe(exc)))
+        attempts.append(attempt(what, exc))
     return None
+
+
+@contextlib.contextmanager
+def _timed(timings: dict[str, float], stage: str) -> Iterator[None]:
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        timings[stage] = timings.get(stage, 0.0) + time.perf_counter() - start
+
+
+#: The longest summary a VerifyError line keeps whole (errors.one_line's limit).
+_LINE = 300
+
+
+def summary(head: str, attempts: list[Attempt], lead: Attempt | None = None) -> str:
+    """``head: step: ErrorClass; ...`` on one line that is never cut inside a reason: the
+    first line of ``lead``'s reason is added only when it fits whole."""
+    text = f"{head}: " + ("; ".join(a.summary() for a in attempts) or "no step applied")
+    if lead is not None:
+        first = one_line(lead.reason, _LINE)
+        if not first.endswith("...") and len(text) + len(first) + 4 <= _LINE:
+            text += f" [{first}]"
+    tail = "; --verbose shows every reason"
+    return text + tail if len(text + tail) <= _LINE else text
+
+
+def ladder_error(stage: str, message: str, attempts: list[Attempt]) -> VerifyError:
+    """A VerifyError that carries the attempts (``--verbose`` prints their full reasons)."""
+    err = VerifyError(stage, message)
+    err.attempts = list(attempts)  # type: ignore[attr-defined]
+    return err
 
 
 def run_ladder(
@@ -338,9 +380,17 @@ def run_ladder(
     lower_once: LowerOnce | None,
     dynamic_shapes: Any = None,
     debug: bool = False,
+    archive: Archive | None = None,
 ) -> Recovery:
-    """Walk the ladder for one method; ``lower_once`` None: stop at the first matching program."""
-    attempts: list[tuple[str, str]] = []
+    """Walk the ladder for one method; ``lower_once`` None: stop at the first matching program.
+
+    ``ts`` is only read (its schema); each step that converts loads its own copy from
+    ``archive`` (a snapshot of ``ts`` when not given).
+    """
+    attempts: list[Attempt] = []
+    timings: dict[str, float] = {}
+    if archive is None:
+        archive = Archive(ts)
     found: list[Recovery] = []  # programs that matched the archive, in ladder order
     first_converted: Recovery | None = None
 
@@ -349,7 +399,7 @@ def run_ladder(
             return True
         try:
             start = time.perf_counter()
-            with quiet(debug):
+            with quiet(debug), _timed(timings, "lower"):
                 rec.buffer = lower_once(copy.deepcopy(rec.ep))
             rec.lower_s = time.perf_counter() - start
             rec.lower_path, rec.program = "direct", rec.ep
@@ -357,28 +407,31 @@ def run_ladder(
         except ImportError as exc:
             raise VerifyError("lower", f"cannot import executorch: {describe(exc)}") from exc
         except Exception as exc:
-            attempts.append((f"{rec.path}: lower", describe(exc)))
+            attempts.append(attempt(f"{rec.path}: lower", exc))
             return False
 
     def accept(rec: Recovery) -> bool:
         nonlocal first_converted
         if first_converted is None:
             first_converted = rec
-        why = check(rec.ep)
+        with _timed(timings, "check"):
+            why = check(rec.ep)
         if why is not None:
-            attempts.append((rec.path, why))
+            attempts.append(Attempt(rec.path, why, "mismatch"))
             return False
         found.append(rec)
         return lowered(rec)
 
     def finish(rec: Recovery) -> Recovery:
         rec.attempts = attempts
+        rec.timings = timings
         return rec
 
     def specialised_step(ep: Any, path: str, notes: list[str]) -> Recovery | None:
-        result = _try(
-            path, lambda: specialise_scalars(ep, example, dynamic_shapes, names), attempts
-        )
+        with _timed(timings, "scalar specialisation"):
+            result = _try(
+                path, lambda: specialise_scalars(ep, example, dynamic_shapes, names), attempts
+            )
         if result is None:
             return None
         new, spec = result
@@ -392,11 +445,14 @@ def run_ladder(
         # 1-2: the converter (forward only).
         converted = None
         if method == "forward":
-            converted = _try(
-                CONVERTER,
-                lambda: conv.convert_archive(ts, example, dynamic_shapes, debug),
-                attempts,
-            )
+            with _timed(timings, CONVERTER):
+                try:
+                    converted = conv.convert_archive(
+                        archive, example, dynamic_shapes, debug, attempts
+                    )
+                except VerifyError as exc:  # "convert" failures are in attempts already
+                    if exc.stage != "convert":
+                        attempts.append(attempt(f"{CONVERTER}: re-export", exc))
         if converted is not None:
             ep1 = converted.ep
             rec = Recovery(method, ep1, CONVERTER, detail=converted.path_label)
@@ -407,65 +463,78 @@ def run_ladder(
                 if rec2 is not None and accept(rec2):
                     return finish(rec2)
         # 3: freeze + re-capture through the dispatcher.
-        frozen = _try(RECAPTURE, lambda: freeze(ts, methods), attempts)
-        if frozen is not None:
-            ep3 = _try(
-                RECAPTURE, lambda: recapture(frozen, method, example, dynamic_shapes), attempts
+        with _timed(timings, RECAPTURE):
+            frozen = _try(
+                RECAPTURE, lambda: freeze(archive.fresh(), methods, copy_first=False), attempts
             )
-            if ep3 is not None:
-                flow = control_flow(frozen, method)
-                dynamic = {
-                    (i, d)
-                    for i, spec in enumerate(dynamic_shapes or ())
-                    if isinstance(spec, dict)
-                    for d in spec
-                }
-                fixed = input_assumptions(ts, method, example, dynamic)
-                if fixed:
-                    flow.append("inputs fixed to the example's: " + ", ".join(fixed))
-                if getattr(ts, "training", False):
-                    flow.append("captured in eval mode (the archive is in training mode)")
-                rec3 = Recovery(method, ep3, RECAPTURE, specialised=flow, vary_scalars=True)
-                if scalar_nodes(ep3.module()):
-                    rec3 = specialised_step(ep3, RECAPTURE_SPEC, flow) or rec3
-                if accept(rec3):
-                    return finish(rec3)
+            ep3 = (
+                None
+                if frozen is None
+                else _try(
+                    RECAPTURE, lambda: recapture(frozen, method, example, dynamic_shapes), attempts
+                )
+            )
+        if ep3 is not None:
+            flow = control_flow(frozen, method)
+            dynamic = {
+                (i, d)
+                for i, spec in enumerate(dynamic_shapes or ())
+                if isinstance(spec, dict)
+                for d in spec
+            }
+            fixed = input_assumptions(ts, method, example, dynamic)
+            if fixed:
+                flow.append("inputs fixed to the example's: " + ", ".join(fixed))
+            if getattr(ts, "training", False):
+                flow.append("captured in eval mode (the archive is in training mode)")
+            rec3 = Recovery(method, ep3, RECAPTURE, specialised=flow, vary_scalars=True)
+            if scalar_nodes(ep3.module()):
+                rec3 = specialised_step(ep3, RECAPTURE_SPEC, flow) or rec3
+            if accept(rec3):
+                return finish(rec3)
         # 4: decompositions of whatever matched.
         if lower_once is not None:
             for rec in found:
+                # One re-export serves both paths (lowering works on a copy of it).
+                with _timed(timings, "re-export"):
+                    base = _try(
+                        f"{rec.path}: re-export",
+                        lambda r=rec: conv._reexport(r.ep, example, dynamic_shapes),
+                        attempts,
+                    )
+                if base is None:
+                    continue
                 for name, make in (
-                    ("re-export", lambda r=rec: conv._reexport(r.ep, example, dynamic_shapes)),
-                    (
-                        "decomposed",
-                        lambda r=rec: conv._reexport(
-                            r.ep, example, dynamic_shapes
-                        ).run_decompositions(),
-                    ),
+                    ("re-export", lambda b=base: copy.deepcopy(b)),
+                    ("decomposed", lambda b=base: b.run_decompositions()),
                 ):
-                    program = _try(f"{rec.path}: {name}", make, attempts)
+                    with _timed(timings, name):
+                        program = _try(f"{rec.path}: {name}", make, attempts)
                     if program is None:
                         continue
                     start = time.perf_counter()
                     try:
-                        rec.buffer = lower_once(program)
+                        with _timed(timings, "lower"):
+                            rec.buffer = lower_once(program)
                         rec.lower_s = time.perf_counter() - start
                     except Exception as exc:
-                        attempts.append((f"{rec.path}: {name}: lower", describe(exc)))
+                        attempts.append(attempt(f"{rec.path}: {name}: lower", exc))
                         continue
                     rec.lower_path, rec.program = name, program
                     return finish(rec)
     best = found[0] if found else first_converted
     if best is None:
-        reasons = "; ".join(f"{s}: {r}" for s, r in attempts) or "no step applied"
-        stage = "convert"
-        raise VerifyError(stage, f"no recovery converted {method}: {reasons}")
-    lower_fail = [r for s, r in attempts if s.endswith("lower")]
-    others = "; ".join(f"{s}: {r[:80]}" for s, r in attempts if not s.endswith("lower"))
-    best.lower_error = VerifyError(
-        "lower",
-        f"to_edge_transform_and_lower failed on every path: "
-        f"{lower_fail[0][:160] if lower_fail else 'the program differs from the archive'}"
-        + (f" (also: {others})" if others else ""),
+        raise ladder_error(
+            "convert",
+            summary(f"no recovery converted {method}", attempts, attempts[0] if attempts else None),
+            attempts,
+        )
+    lower_fail = [a for a in attempts if a.step.endswith("lower")]
+    head = "to_edge_transform_and_lower failed on every path"
+    if not lower_fail:
+        head += ": no program matched the archive"
+    best.lower_error = ladder_error(
+        "lower", summary(head, attempts, lower_fail[0] if lower_fail else None), attempts
     )
     return finish(best)
 
