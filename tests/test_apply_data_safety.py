@@ -157,7 +157,7 @@ a.fix_source = fix_source
 
 EDIT_AFTER_SCAN = """
 import migrate.pipeline.apply as a
-real = a.Scanner.scan
+real = a.PlannedScanner.scan  # the scanner apply runs (planned for the whole tree)
 def scan(self, paths):
     result = real(self, paths)
     with open("model.py") as handle:
@@ -165,7 +165,7 @@ def scan(self, paths):
     with open("model.py", "w") as handle:
         handle.write("# edited by the user\\n" + text)
     return result
-a.Scanner.scan = scan
+a.PlannedScanner.scan = scan
 """
 
 

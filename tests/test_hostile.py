@@ -431,8 +431,11 @@ def test_negative_jobs_is_refused(tmp_path):
 
 def test_cr_only_file_keeps_its_line_endings(tmp_path):
     path = tmp_path / "m.py"
+    # The capture is also saved, so it stays a capture (torch.export), not the eager module:
+    # lines are rewritten, added (`import torch`) and removed (the `from torch import jit`).
     source = (
-        "from torch import jit\n\n\ndef g(m, x):\n    s = jit.trace(m, (x,))\n    return s(x)\n"
+        "from torch import jit\n\n\ndef g(m, x):\n    s = jit.trace(m, (x,))\n"
+        '    s.save("m.pt")\n    return s(x)\n'
     )
     path.write_bytes(source.replace("\n", "\r").encode())
     before = snapshot(tmp_path)
@@ -440,8 +443,10 @@ def test_cr_only_file_keeps_its_line_endings(tmp_path):
     assert run.code == 0, run.stdout + run.stderr
     data = path.read_bytes()
     assert b"\n" not in data
-    assert b"torch.export.export(m, (x,))" in data
+    assert b"    s = torch.export.export(m, (x,))\r" in data
+    assert b'    torch.export.save(s, "m.pt2")\r' in data
     assert data.startswith(b"import torch\r")
+    assert data.endswith(b"\r")
     assert changed(before, snapshot(tmp_path)) == {"m.py"}
 
 

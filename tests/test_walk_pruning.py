@@ -221,11 +221,20 @@ def test_a_segment_is_hot_only_as_a_whole_name():
     assert wanted == [False, False, True, True, True, False], wanted
 
 
-def test_a_line_break_the_parser_counts_differently_turns_pruning_off():
-    text = "import torch\nx = 1\n\x0cy = 2\nz = torch.jit.script(f)\n"  # a form feed
+@pytest.mark.parametrize("char", list("\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"), ids=ascii)
+def test_a_character_str_splitlines_breaks_at_leaves_pruning_on_at_the_parsers_lines(
+    char, monkeypatch
+):
+    # Python ends a line only at \r\n, \r or \n; str.splitlines also at these characters.
+    # The line index counts as the parser does (migrate.checks.base.source_lines), so the hot
+    # lines are the parser's and pruning stays on: the reference on line 5 is still found.
+    text = f"import torch\nx = 1  # a{char}b\ny = 'c{char}d'\n\x0cw = 2\nz = torch.jit.script(f)\n"
     tree = ast.parse(text)
     ctx = PythonContext("m.py", text, tree, ScopeTable(tree, "m", False))
-    assert Walker(ctx, CHECKS).hot is None
+    assert Walker(ctx, CHECKS).hot == [5]
+    pruned = findings(text, False, monkeypatch)
+    assert pruned == findings(text, True, monkeypatch)
+    assert any("rule='MIG101'" in f and "line=5" in f for f in pruned), pruned
 
 
 def test_which_bindings_can_reach_a_catalogued_symbol():

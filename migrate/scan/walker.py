@@ -60,8 +60,9 @@ class Walker:
         `import torch`), or what a node hook tests for (its `hook_spellings`,
         `hook_symbols`). A statement on none of them holds neither, so the walk skips it.
         Returns the sorted line numbers, or None when every statement is visited (a hook
-        without spellings, line breaks other than "\n", which the parser and the line index
-        count differently)."""
+        without spellings, a carriage return in the text). The line index numbers lines as
+        the parser does (`source_lines`), so a form feed or another character that
+        str.splitlines breaks at keeps pruning on."""
         patterns: list[str] = []
         extra: list[str] = []
         for listed in self.hooks.values():
