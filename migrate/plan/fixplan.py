@@ -184,7 +184,7 @@ def intent_unlocks(scanner, findings: list[Finding]) -> dict[str, int]:
     """Without an intent: how many fixes (safe + unsafe) each intent would write, against
     the `findings` planned per site. Planned again under each intent, from the same scan and
     facts; only the files of INTENT_CHECKS' findings are analysed again."""
-    from migrate.fix.fixer import WITH_UNSAFE
+    from migrate.plan.units import WITH_UNSAFE
 
     if not any(f.rule[:4] in ("MIG1", "MIG2") for f in findings):
         return {}
@@ -200,7 +200,7 @@ def intent_unlocks(scanner, findings: list[Finding]) -> dict[str, int]:
 def attach_unlocks(scanner, result) -> None:
     """Without an intent, `result.unlocks`: the fixes written per site ("none") and under
     each intent, for the reports (None when nothing here is TorchScript)."""
-    from migrate.fix.fixer import WITH_UNSAFE
+    from migrate.plan.units import WITH_UNSAFE
 
     if scanner.options.intent is not None:
         return

@@ -313,4 +313,7 @@ def test_subprocess_verify_and_bad_input(archives, tmp_path):
         cwd=REPO, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert bad.returncode == 2
-    assert bad.stderr.strip() == f"error: load: no such file: {tmp_path / 'missing.pt'}"
+    assert bad.stderr.strip() == (
+        f"error: load: no such file: {tmp_path / 'missing.pt'} (give a TorchScript archive "
+        "(.pt), a folder of archives, --manifest FILE or package.module:callable)"
+    )
