@@ -22,8 +22,9 @@ SOURCE = textwrap.dedent(
     import torch
 
 
-    def run(model, x):
+    def run(model, x, path):
         scripted = torch.jit.script(model)
+        scripted.save(path)
         return scripted(x)
 
 
@@ -32,8 +33,9 @@ SOURCE = textwrap.dedent(
             return x
 
 
-    def serve(batches):
+    def serve(batches, path):
         model = torch.jit.script(Net())
+        torch.jit.save(model, path)
         outputs = []
         for batch in batches:
             x = batch.float()
@@ -41,8 +43,9 @@ SOURCE = textwrap.dedent(
         return outputs
 
 
-    def trace_with(model, sample):
+    def trace_with(model, sample, path):
         traced = torch.jit.trace(model, sample())
+        traced.save(path)
         return traced(sample())
 
 
@@ -50,6 +53,9 @@ SOURCE = textwrap.dedent(
         return torch.jit.load(path)
     """
 )
+# Each capture is also saved, so the eager route (a capture that is only called becomes the
+# eager object, issue 27) does not apply: only the export route fixes them, and it needs the
+# facts a recorded run gives.
 LINES = SOURCE.splitlines()
 
 
@@ -173,6 +179,9 @@ def test_generated_inputs_and_dynamic_shapes(recorded):
     assert "dynamic_shapes=({0: torch.export.Dim.AUTO},)" in diff
     assert "+    traced = torch.export.export(model, (sample(),))" in diff
     assert "+    scripted = torch.export.export(model, (x,))" in diff
+    # The saves move with their captures.
+    for name in ("scripted", "model", "traced"):
+        assert f"+    torch.export.save({name}, path)" in diff
 
 
 def test_integer_inputs_and_explicit_file(tmp_path):
@@ -253,6 +262,24 @@ def test_function_evidence_uses_it_directly(tmp_path, kinds, expect):
         message = _findings(folder)[5]["message"]
         assert "cannot tell a function" in message
         assert "the recorded run scripted function, module here: decide by hand" in message
+
+
+def test_module_evidence_on_a_capture_only_called_takes_the_eager_route(tmp_path):
+    """Once the run says `model` was a module, a capture that is only called becomes the eager
+    module (issue 27's safe route): no example inputs are needed, none are generated."""
+    source = "import torch\n\n\ndef run(model, x):\n    scripted = torch.jit.script(model)\n"
+    source += "    return scripted(x)\n"
+    site = _site("torch.jit.script(model)", "torch.jit.script", captured=MODULE)
+    site.update(line=5, end_line=5, digest=line_digest("    scripted = torch.jit.script(model)"))
+    folder = _write(tmp_path / "recorded", source, sites=[site])
+    found = _findings(folder)[5]
+    assert (found["fix"], found["applicability"]) == ("auto", "safe")
+    assert "it becomes the eager module" in found["message"]
+    assert "evidence: seen 2 captures of a module (`lib.Net`)" in found["message"]
+    diff = _diff(folder)
+    assert "+    scripted = model\n" in diff
+    assert "torch.export" not in diff
+    assert "cannot tell a function" in _findings(_write(tmp_path / "bare", source))[5]["message"]
 
 
 def test_evidence_is_read_again_once_the_file_changed(tmp_path):

@@ -59,18 +59,26 @@ def test_recorded_run_fixes_what_static_analysis_cannot(tmp_path):
     assert record.returncode == 0, record.stdout + record.stderr
     after = _scan(repo)
     assert len(after) == len(before)
-    assert _share(after) == 7 / 8
+    assert _share(after) == 11 / 12
+    messages = " ".join(f["message"] for f in after)
+    assert not [reason for reason in REASONS[:-1] if reason in messages], messages
     held = [f for f in after if f["fix"] != "auto"]
     # The run-time path stays TorchScript (nothing can rename what it reads), but names the
     # recorded save that wrote the file it loaded.
-    assert [f["line"] for f in held] == [48]
-    assert "written by the save at tests/test_runtime.py:32" in held[0]["message"]
+    assert [f["line"] for f in held] == [61]
+    assert "written by the save at tests/test_runtime.py:40" in held[0]["message"]
 
     apply = _run(repo, "apply", ".", "--unsafe-fixes", "--test", PYTEST)
     assert apply.returncode == 1, apply.stdout + apply.stderr  # one finding left for review
-    assert "Fixed 7 findings in 1 file." in apply.stdout, apply.stdout
+    assert "Fixed 11 findings in 1 file." in apply.stdout, apply.stdout
     source = (repo / "recpkg" / "runtime.py").read_text()
     assert source.count("torch.jit.") == 1  # load_from's
+    # Only called: the module the run saw becomes the eager module (no export, no inputs).
+    assert "    scripted = model\n    return scripted(x)\n" in source
+    # Also saved: exported, with the inputs the run saw, and saved as a program.
+    assert "    scripted = torch.export.export(model, (x,))\n" in source
+    assert "    traced = torch.export.export(model, (sample(),))\n" in source
+    assert source.count("torch.export.save(") == 4
     assert "dynamic_shapes=({0: torch.export.Dim.AUTO},)" in source
 
     tests = _run(repo, *PYTEST.split(), tool=False)
@@ -79,8 +87,9 @@ def test_recorded_run_fixes_what_static_analysis_cannot(tmp_path):
         repo,
         sys.executable,
         "-c",
-        "import torch; from recpkg import runtime;"
-        "print([o.shape[0] for o in runtime.serve([torch.ones(5, 16), torch.ones(3, 16)])])",
+        "import sys, torch; from recpkg import runtime; batches = [torch.ones(5, 16), "
+        "torch.ones(3, 16)]; print([o.shape[0] for o in runtime.serve(batches, sys.argv[1])])",
+        str(tmp_path / "serve.pt2"),
         tool=False,
     )
     assert (third.returncode, third.stdout.strip()) == (0, "[5, 3]"), third.stderr

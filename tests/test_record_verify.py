@@ -69,13 +69,19 @@ def test_keyword_calls_are_refused(tmp_path):
 
 def test_cli_reports_a_bad_evidence_site(tmp_path):
     pytest.importorskip("torch")
+    # An importable callable (verify checks the target before it reads the evidence), so the
+    # error is the evidence site's.
+    (tmp_path / "recnet.py").write_text(
+        "import torch\n\n\ndef build():\n    return torch.nn.Linear(16, 4)\n"
+    )
     spec = _file(tmp_path, _site("a.py", 3, [CALL]))
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     run = subprocess.run(
-        [sys.executable, "-m", "migrate", "verify", "x:y", "--evidence", spec + "#z.py:1"],
+        [sys.executable, "-m", "migrate", "verify", "recnet:build", "--evidence", spec + "#z.py:1"],
         capture_output=True,
         text=True,
         env=env,
+        cwd=tmp_path,
     )
-    assert run.returncode == 2
-    assert "no recorded captures with calls match (none)" in run.stderr
+    assert run.returncode == 2, run.stderr
+    assert f"--evidence {spec}#z.py:1: no recorded captures with calls match (none)" in run.stderr
