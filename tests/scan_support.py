@@ -116,3 +116,13 @@ def chromium() -> str:
             pytest.fail("chromium is not installed (the test command installs it: see .ci/run)")
         pytest.skip("chromium is not installed")
     return browser
+
+
+def jit_lines(root: Path) -> list[str]:
+    """Every line of a tree's Python files that says `torch.jit`, with its file."""
+    return [
+        f"{path.relative_to(root)}: {line.strip()}"
+        for path in sorted(root.rglob("*.py"))
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if "torch.jit" in line
+    ]

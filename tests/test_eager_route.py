@@ -9,7 +9,10 @@ binding. fixtures/repos/service and fixtures/repos/exporter are executed before 
 
 from __future__ import annotations
 
+import re
 import shutil
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -17,7 +20,7 @@ import pytest
 
 from migrate.pipeline.apply import run_apply
 from migrate.scan.engine import ScanOptions
-from tests.scan_support import ROOT, clean_env, run_cli, write_tree
+from tests.scan_support import ROOT, clean_env, jit_lines, run_cli, write_tree
 from tests.test_apply_safety_repos import assert_same_numbers, numbers, run_programs
 
 REPOS = ROOT / "fixtures" / "repos"
@@ -175,7 +178,8 @@ def test_a_fallback_binding_something_else_is_held_with_its_reason(tmp_path):
 
 
 def _migrated(tmp_path: Path, name: str, extra: list[str]) -> tuple[Path, str]:
-    tree = tmp_path / f"{name}_{'unsafe' if extra else 'safe'}"
+    mode = "keep" if "keep-scriptable" in extra else "drop" if "drop" in extra else ""
+    tree = tmp_path / f"{name}_{mode or ('unsafe' if extra else 'safe')}"
     shutil.copytree(REPOS / name, tree)
     applied = run_cli(["apply", "--allow-dirty", *extra, str(tree)], tmp_path, clean_env(tmp_path))
     assert applied.code in (0, 1), applied.stdout + applied.stderr
@@ -187,8 +191,75 @@ def test_service_sample_takes_the_eager_route_across_modules(tmp_path):
     assert "encoder = Encoder().eval()\n" in (tree / "service/encoders.py").read_text()
     assert "summarizer = Summarizer().eval()\n" in (tree / "service/stats.py").read_text()
     assert "another module imports it" not in out and "export would run its Python" not in out
-    # What stays names its reason: the scripted gate has no example inputs where it is saved.
-    assert "export.py:11:16 MIG101 [assisted]" in out and "no example inputs in scope" in out
+    # What stays names its one reason: the gate's export (inputs from `nn.Linear(4, 4)`) and
+    # its `torch.cond` are unsafe fixes; they do not hold each other back.
+    assert "export.py:11:16 MIG101 [auto (unsafe), not applied]" in out, out
+    assert "is still scripted" not in out and "which stays" not in out
+    # Nothing scripts Summarizer any more: its `@torch.jit.ignore` goes (the staying gate
+    # script does not reach it).
+    assert "@torch.jit.ignore" not in (tree / "service/models.py").read_text()
+
+
+TWO_CLASSES = {
+    "pkg/__init__.py": "",
+    "pkg/models.py": """\
+        import torch
+        from torch import nn
+
+
+        class Gate(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.parts = nn.ModuleList([nn.Linear(4, 4)])
+
+            def forward(self, x):
+                return self.parts[0](x)
+
+
+        class Summarizer(nn.Module):
+            @torch.jit.ignore
+            def histogram(self, h):
+                return h.sum()
+
+            def forward(self, x):
+                return self.histogram(x)
+        """,
+    "pkg/export.py": """\
+        import torch
+
+        from pkg.models import Gate
+
+
+        def export(path):
+            torch.jit.script(Gate()).save(path)
+        """,
+    "pkg/stats.py": """\
+        import torch
+
+        from pkg.models import Summarizer
+
+
+        def summarize(x):
+            summarizer = torch.jit.script(Summarizer())
+            return summarizer(x)
+        """,
+}
+
+
+def test_a_staying_script_holds_only_the_classes_it_can_compile(tmp_path):
+    result = _apply_tree(tmp_path, TWO_CLASSES)
+    assert "torch.jit.script(Gate())" in (tmp_path / "pkg/export.py").read_text()
+    assert "@torch.jit.ignore" not in (tmp_path / "pkg/models.py").read_text()
+    assert not [f for f in result.scan.findings if "`Gate` is still scripted" in f.message]
+    # A class the staying script names (here a submodule it holds) keeps what it reads.
+    files = {k: textwrap.dedent(v) for k, v in TWO_CLASSES.items()}
+    files["pkg/models.py"] = files["pkg/models.py"].replace(
+        "nn.ModuleList([nn.Linear(4, 4)])", "nn.ModuleList([nn.Linear(4, 4), Summarizer()])"
+    )
+    result = _apply_tree(tmp_path / "named", files)
+    assert "@torch.jit.ignore" in (tmp_path / "named/pkg/models.py").read_text()
+    (ignore,) = [f for f in result.scan.findings if f.rule == "MIG104"]
+    assert "`Gate` is still scripted at" in ignore.message, ignore.message
 
 
 @pytest.mark.verify
@@ -205,3 +276,58 @@ def test_sample_repository_runs_the_same_after_apply(tmp_path, name):
     expected = numbers(runs["original"], "original")
     for mode in ("safe", "unsafe"):
         assert_same_numbers(numbers(runs[mode], mode), expected)
+
+
+SCRIPT_SERVICE = """\
+import torch
+from service.models import Encoder, Gate, Summarizer
+x = torch.randn(2, 4)
+for module in (Gate().eval(), Summarizer().eval()):
+    torch.testing.assert_close(torch.jit.script(module)(x), module(x))
+torch.jit.script(Encoder().eval())
+print("scripted")
+"""
+PYTEST = f"{sys.executable} -m pytest -q -p no:cacheprovider"
+
+
+@pytest.mark.verify
+def test_service_sample_migrates_under_drop_and_stays_scriptable_under_keep(tmp_path):
+    """Issue 27's "Done when" on the service sample: under `drop` with the sample's own tests
+    as the gate, at least 6 of its 7 findings are fixed, no `torch.jit` line is left, and
+    run.py prints the same numbers; under `keep-scriptable` its models still script."""
+    pytest.importorskip("torch")
+    sample = REPOS / "service"
+    assert len(jit_lines(sample)) == 5
+    drop = ["--intent", "drop", "--unsafe-fixes", "--test", PYTEST]
+    keep = ["--intent", "keep-scriptable", "--unsafe-fixes"]
+    trees = {"original": sample}
+    trees["drop"], out = _migrated(tmp_path, "service", drop)
+    fixed = re.search(r"Fixed (\d+) findings", out)
+    assert fixed is not None and int(fixed.group(1)) >= 6, out
+    assert "kept 7 fixes" in out, out  # the sample's tests kept every unsafe fix
+    assert jit_lines(trees["drop"]) == []
+    source = (trees["drop"] / "service/export.py").read_text()
+    assert "dynamic_shapes=({0: torch.export.Dim.AUTO},)" in source
+    assert "torch.cond(" in (trees["drop"] / "service/models.py").read_text()
+    # The tests were not touched: they still compare the service with fresh eager modules.
+    tests = "tests/test_service.py"
+    assert (trees["drop"] / tests).read_text() == (sample / tests).read_text()
+    trees["keep"], _ = _migrated(tmp_path, "service", keep)
+    runs = run_programs(tmp_path, trees)
+    expected = numbers(runs["original"], "original")
+    for mode in ("drop", "keep"):
+        assert_same_numbers(numbers(runs[mode], mode), expected)
+    for mode in ("drop", "keep"):
+        env = {**clean_env(tmp_path), "PYTHONPATH": str(trees[mode])}
+        suite = subprocess.run(
+            [*PYTEST.split(), "tests"], cwd=trees[mode], env=env, capture_output=True, text=True
+        )
+        assert suite.returncode == 0, suite.stdout + suite.stderr
+    scripted = subprocess.run(
+        [sys.executable, "-c", SCRIPT_SERVICE],
+        cwd=trees["keep"],
+        env={**clean_env(tmp_path), "PYTHONPATH": str(trees["keep"])},
+        capture_output=True,
+        text=True,
+    )
+    assert scripted.returncode == 0 and "scripted" in scripted.stdout, scripted.stderr

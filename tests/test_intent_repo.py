@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.scan_support import ROOT, run_cli
+from tests.scan_support import ROOT, jit_lines, run_cli
 
 torch = pytest.importorskip("torch")
 
@@ -50,15 +50,6 @@ def _outputs(root: Path) -> dict:
     return out
 
 
-def _jit_lines(root: Path) -> list[str]:
-    return [
-        f"{path.relative_to(root)}: {line.strip()}"
-        for path in sorted(root.rglob("*.py"))
-        for line in path.read_text(encoding="utf-8").splitlines()
-        if "torch.jit" in line
-    ]
-
-
 def _migrated(tmp_path: Path, intent: str) -> Path:
     root = tmp_path / intent
     shutil.copytree(SAMPLE, root, ignore=shutil.ignore_patterns("__pycache__"))
@@ -83,9 +74,9 @@ def _same_numbers(got: dict, expected: dict) -> None:
 
 
 def test_drop_removes_every_torch_jit_line_and_keeps_the_numbers(tmp_path, before):
-    assert len(_jit_lines(SAMPLE)) == 12
+    assert len(jit_lines(SAMPLE)) == 12
     root = _migrated(tmp_path, "drop")
-    assert _jit_lines(root) == []
+    assert jit_lines(root) == []
     _same_numbers(_outputs(root), before)
     tests = _python(root, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests")
     assert tests.returncode == 0, tests.stdout + tests.stderr
@@ -93,11 +84,11 @@ def test_drop_removes_every_torch_jit_line_and_keeps_the_numbers(tmp_path, befor
 
 def test_keep_scriptable_changes_what_warns_and_stays_scriptable(tmp_path, before):
     root = _migrated(tmp_path, "keep-scriptable")
-    left = _jit_lines(root)
+    left = jit_lines(root)
     # The calls that warn in torch 2.13 went (the benchmark's two scripts, the decorator);
     # what TorchScript reads stayed: is_scripting/is_tracing, annotate, Final, the
     # interface, the overload stubs, @torch.jit.unused.
-    assert len(left) == len(_jit_lines(SAMPLE)) - 3
+    assert len(left) == len(jit_lines(SAMPLE)) - 3
     assert not any("torch.jit.script" in line for line in left)
     assert sum("is_scripting" in line for line in left) == 2
     _same_numbers(_outputs(root), before)

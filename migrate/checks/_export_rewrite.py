@@ -16,6 +16,7 @@ import re
 import sys
 from dataclasses import dataclass, field
 
+from migrate.checks import _static_inputs as static_inputs
 from migrate.checks._edits import replace_with_arg
 from migrate.checks._flow import (
     alternative_bindings,
@@ -552,9 +553,12 @@ def _script_export(ctx, call, scope, uses, fix) -> str | None:
         recorded = _recorded_example(ctx, call, scope, fix)  # issue 28
         if isinstance(recorded, tuple):
             return _export_call(ctx, fix, scope, module, *recorded)
+        static = _static_example(ctx, call, module, scope, fix)  # issue 27
+        if static is not None and not static.startswith(" "):
+            return static
         fix.fail(
             "no example inputs in scope (the scripted module is not called here): export it "
-            f"with `torch.export.export(module, example_args)`{recorded}"
+            f"with `torch.export.export(module, example_args)`{recorded or static or ''}"
         )
         return None
     assert isinstance(first_call, ast.Call)
@@ -568,10 +572,13 @@ def _script_export(ctx, call, scope, uses, fix) -> str | None:
         recorded = _recorded_example(ctx, call, scope, fix)  # issue 28
         if isinstance(recorded, tuple):
             return _export_call(ctx, fix, scope, module, *recorded)
+        static = _static_example(ctx, call, module, scope, fix)  # issue 27
+        if static is not None and not static.startswith(" "):
+            return static
         fix.fail(
             f"the call on line {first_call.lineno} uses inputs that do not exist yet where the "
             f"module is scripted: export it with `torch.export.export(module, example_args)`"
-            f"{recorded}"
+            f"{recorded or static or ''}"
         )
         return None
     args = tuple_display(ctx, list(first_call.args))
@@ -622,6 +629,25 @@ def _recorded_example(ctx: PythonContext, call: ast.Call, scope: Scope, fix: Fix
         return f" ({note})" if note else ""
     fix.note(note)
     return example
+
+
+def _static_example(ctx, call, module: ast.expr, scope: Scope, fix: Fix) -> str | None:
+    """The export call with example inputs the module's class fixes (migrate/checks/
+    _static_inputs.py), or " (why not)" as a message suffix, or None (nothing to say)."""
+    if _hooks() is not None:
+        return None  # a run with evidence: what it recorded decides, not a guess
+    found = static_inputs.for_capture(ctx, module)
+    if found is None:
+        return None
+    if isinstance(found, str):
+        return f" (the class gives no example: {found})"
+    from migrate.record.hooks import generated_inputs
+
+    spell = lambda q: fix.need(ctx.spell(q, scope))  # noqa: E731
+    args, dynamic = generated_inputs(spell, [found.shape], [[0]])
+    fix.note(found.note())
+    export = _export_call(ctx, fix, scope, module, args, None)
+    return f"{export[:-1]}, dynamic_shapes={dynamic})"
 
 
 def _recorded_dynamic_shapes(

@@ -7,6 +7,7 @@ import dataclasses
 import sys
 from collections.abc import Callable, Iterable, Mapping
 
+from migrate.checks import _static_inputs as static_inputs
 from migrate.checks._edits import drop_statement, remove_decorator, replace, replace_with_arg
 from migrate.checks._export_rewrite import capture_fix, result_uses
 from migrate.checks._flow import parent, reaching_value, scope_names
@@ -60,12 +61,15 @@ class JitScriptToExport(PythonCheck):
         module: Callable[[], str] = str,
     ) -> bool:
         asked = facts.get(ASKED, set()) if facts else set()
+        if static_inputs.arrived(repo, facts):  # issue 27: a scripted class's example inputs
+            return True
         return any(_defined_in_repo(repo, qual) is not None for qual in asked)
 
     def on_end(self, ctx: PythonContext) -> None:
         module = ctx.table.module
         if not module:
             return
+        static_inputs.publish(ctx)
         defined = ctx.facts.setdefault(DEFINED, set())
         for stmt in ctx.tree.body:
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):

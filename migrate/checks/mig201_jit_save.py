@@ -5,13 +5,14 @@ from __future__ import annotations
 import ast
 
 from migrate.checks import _export_rewrite as rw
+from migrate.checks import _static_inputs as static_inputs
 from migrate.checks.base import PythonCheck, PythonContext, Reference
 from migrate.findings import FixKind
 
 METHOD_SYMBOL = "torch.jit.ScriptModule.save"
 
 
-class JitSaveToExportSave(PythonCheck):
+class JitSaveToExportSave(static_inputs.AsksForInputs, PythonCheck):
     code = "MIG201"
     node_types = (ast.Call,)
     hook_words = ("save",)  # `x.save(...)` calls

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 
 from migrate.checks import _export_rewrite as rw
+from migrate.checks import _static_inputs as static_inputs
 from migrate.checks.base import PythonCheck, PythonContext, Reference
 from migrate.findings import FixKind
 
@@ -29,7 +30,7 @@ def mobile_source_fix(ctx: PythonContext, call: ast.Call) -> tuple[rw.Fix, str]:
     ), ""
 
 
-class OptimizeForMobile(PythonCheck):
+class OptimizeForMobile(static_inputs.AsksForInputs, PythonCheck):
     code = "MIG203"
 
     def on_reference(self, ref: Reference, ctx: PythonContext) -> None:

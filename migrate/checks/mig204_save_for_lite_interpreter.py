@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 
 from migrate.checks import _export_rewrite as rw
+from migrate.checks import _static_inputs as static_inputs
 from migrate.checks.base import PythonCheck, PythonContext
 from migrate.checks.mig203_optimize_for_mobile import mobile_source_fix
 from migrate.findings import FixKind
@@ -12,7 +13,7 @@ from migrate.findings import FixKind
 SYMBOL = "torch.jit.ScriptModule._save_for_lite_interpreter"
 
 
-class SaveForLiteInterpreter(PythonCheck):
+class SaveForLiteInterpreter(static_inputs.AsksForInputs, PythonCheck):
     code = "MIG204"
     node_types = (ast.Call,)
     hook_words = ("_save_for_lite_interpreter",)

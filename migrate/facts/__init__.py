@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 from collections.abc import Collection, Iterable
 from pathlib import Path
 
@@ -136,6 +137,36 @@ class RepoFacts:
         """`@torch.jit.ignore/unused` methods reachable from the captured forward."""
         found = self.class_of_capture(display, line, column)
         return list(found.blockers) if found is not None else []
+
+    def compiled_with(self, captured: CapturedClass, display: str, line: int) -> bool:
+        """Whether the code at (display, line) may be compiled with the captured class: true
+        unless it lies in another top-level class that the captured one neither is, reaches
+        (its methods, its submodules' forwards) nor names, and that no other code of its file
+        names (a file's other classes are not scripted with it: `Summarizer` beside a
+        scripted `Gate`)."""
+        f = self.repo.files.get(display)
+        if f is None:
+            return True
+        classes = [s for s in f.tree.body if isinstance(s, ast.ClassDef)]
+        spans = [(min([c.lineno] + [d.lineno for d in c.decorator_list]), c) for c in classes]
+        around = next((c for first, c in spans if first <= line <= (c.end_lineno or first)), None)
+        if around is None:
+            return True
+        name = around.name
+        if name == captured.class_name or any(m.class_name == name for m in captured.methods):
+            return True
+        word = re.compile(rf"\b{re.escape(name)}\b")
+        lines = f.src.text.splitlines()
+        first = min([around.lineno] + [d.lineno for d in around.decorator_list])
+        outside = lines[: first - 1] + lines[(around.end_lineno or around.lineno) :]
+        if any(word.search(text) for text in outside):
+            return True
+        home = self.repo.files.get(captured.display)
+        span = captured.span
+        if home is None or span is None:
+            return True
+        own = home.src.text.splitlines()[span.line - 1 : span.end_line]
+        return any(word.search(text) for text in own)
 
     # ---- reach ---------------------------------------------------------------------------
     def imported_closure(self, display: str) -> frozenset[str]:

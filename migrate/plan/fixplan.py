@@ -396,6 +396,8 @@ def captures_wait_for_their_forward(ctx: Context) -> dict[FindingKey, str]:
     for f in _with_fix(ctx, CAPTURE_RULES):
         if f.get("route") == "eager":  # eager calls run forward's Python as before
             continue
+        if finding_key(f) not in ctx.written:  # not written anyway (an unsafe fix): say that
+            continue
         captured = facts.class_of_capture(f.path, f.line, f.column)  # type: ignore[attr-defined]
         if captured is None:
             continue
@@ -444,6 +446,8 @@ def branches_wait_for_scripts(ctx: Context) -> dict[FindingKey, str]:
             [captured.forward] if captured.forward else []
         )
         for branch in branches:
+            if finding_key(branch) not in ctx.written:  # an unsafe fix not asked for
+                continue
             if any(_covers(span, branch) for span in spans):
                 holds.setdefault(
                     finding_key(branch),
@@ -551,7 +555,9 @@ def _held_while_captured(
                 f"{'scripting compiler' if api == 'script' else 'tracer'} reads this"
             )
         for f in typed:
-            if reach is None or f.path in reach:
+            if reach is None or (
+                f.path in reach and facts.compiled_with(captured, f.path, f.line)  # type: ignore[attr-defined]
+            ):
                 holds.setdefault(finding_key(f), why)
     return holds
 

@@ -245,10 +245,16 @@ def dynamic_shapes(ctx, call: ast.Call, spell) -> tuple[str | None, str | None, 
                 f"{small} has size 0 or 1, which export specialises: trace with a larger example"
             ),
         )
-    auto = f"{spell('torch.export.Dim')}.AUTO"
     by_leaf: dict[int, list[int]] = {}
     for leaf, axis, _ in varied:
         by_leaf.setdefault(leaf, []).append(axis)
+    text = _auto_spec(spell, calls.entry["args"], by_leaf)
+    return text, f"dynamic_shapes from the recorded calls ({calls.summary()})", None
+
+
+def _auto_spec(spell, args: list[dict], by_leaf: dict[int, list[int]]) -> str:
+    """export's `dynamic_shapes` for `args`: `Dim.AUTO` on the axes of each tensor leaf."""
+    auto = f"{spell('torch.export.Dim')}.AUTO"
     counter = [0]
 
     def spec(desc: dict) -> str:
@@ -264,8 +270,18 @@ def dynamic_shapes(ctx, call: ast.Call, spell) -> tuple[str | None, str | None, 
             return "{" + ", ".join(f'"{k}": {spec(v)}' for k, v in desc["items"].items()) + "}"
         return "None"
 
-    text = spec({"t": "tuple", "items": calls.entry["args"]})
-    return text, f"dynamic_shapes from the recorded calls ({calls.summary()})", None
+    return spec({"t": "tuple", "items": args})
+
+
+def generated_inputs(spell, shapes: list[list[int]], dynamic: list[list[int]]) -> tuple[str, str]:
+    """export's `args` and `dynamic_shapes` texts for float32 CPU tensors of these shapes, as
+    the recorded path writes them (seeded randn), `Dim.AUTO` on the `dynamic` axes of each:
+    for example inputs the source fixes (migrate/checks/_static_inputs.py)."""
+    leaves = [{"t": "tensor", "shape": s, "dtype": "float32", "device": "cpu"} for s in shapes]
+    entry = {"args": leaves, "kwargs": {}, "axes": [[[n] for n in s] for s in shapes], "count": 0}
+    args = _Writer(spell, Calls(entry, "")).value({"t": "tuple", "items": leaves})
+    assert args is not None  # tensors only
+    return args, _auto_spec(spell, leaves, dict(enumerate(dynamic)))
 
 
 def _small_example(capture: dict, calls: Calls) -> str | None:
