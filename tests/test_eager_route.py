@@ -195,6 +195,7 @@ def test_service_sample_takes_the_eager_route_across_modules(tmp_path):
     # its `torch.cond` are unsafe fixes; they do not hold each other back.
     assert "export.py:11:16 MIG101 [auto (unsafe), not applied]" in out, out
     assert "is still scripted" not in out and "which stays" not in out
+    assert "held back in the first round" not in out
     # Nothing scripts Summarizer any more: its `@torch.jit.ignore` goes (the staying gate
     # script does not reach it).
     assert "@torch.jit.ignore" not in (tree / "service/models.py").read_text()

@@ -178,7 +178,15 @@ def _run_apply(
         _remove_stale_temps(trees, started, result)
     units, held = fix_units(plan.findings, allowed)
     result.held = held
-    held_keys = {finding_key(h.finding) for h in held} | set(plan.held)
+    # A lone fix held only because this run may not write its kind (unsafe) is not held
+    # again in later rounds: the fixer leaves it unwritten and says that one reason.
+    held_keys = {
+        finding_key(h.finding)
+        for h in held
+        if h.finding.autofix is None
+        or h.finding.autofix.group is not None
+        or h.finding.autofix.applicability in allowed
+    } | set(plan.held)
     by_path: dict[str, list[Finding]] = {}
     for f in plan.findings:
         by_path.setdefault(f.path, []).append(f)
