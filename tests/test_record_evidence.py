@@ -215,12 +215,58 @@ def test_stale_evidence_is_ignored_with_a_note(tmp_path):
 
 
 def test_runtime_path_load_names_its_recorded_writer(recorded):
-    found, _ = recorded
+    found, diff = recorded
     load = found[_line("torch.jit.load(path)")]
     assert "chosen at run time" in load["message"]
     line = _line("torch.jit.load")
-    note = f"the recorded run loaded `models/m.pt`, written by the save at tools/w.py:{line}"
+    note = (
+        f"the recorded run loaded `models/m.pt`, written by the save at tools/w.py:{line}, "
+        "which stays TorchScript in this run"
+    )
     assert note in load["message"]
+    # apply's later rounds keep the planner's reason (not "held back in the first round").
+    left = diff.split("left for review", 1)[1]
+    assert f"lib.py:{line}:12 MIG202 [assisted]" in left
+    assert note in left
+    assert "first round" not in diff
+
+
+RUN_SAVE = _site("scripted.save(path)", "ScriptModule.save", saved=["models/run.pt"])
+READS_RUN = _site("torch.jit.load(path)", "torch.jit.load", loaded=["models/run.pt"])
+
+
+def test_runtime_path_load_moves_with_its_recorded_producer(tmp_path):
+    """The run saw the load read what the save in `run` wrote; that save is migrated in
+    this run, so the load reads the exported program."""
+    folder = _write(tmp_path, sites=[*EVIDENCE[:3], RUN_SAVE, READS_RUN])
+    load = _findings(folder)[_line("torch.jit.load")]
+    assert load["fix"] == "auto", load["message"]
+    assert (
+        "evidence: the recorded run loaded `models/run.pt` (written by the save at lib.py:6)"
+        in load["message"]
+    )
+    diff = _diff(folder)
+    assert "+    return torch.export.load(path).module()" in diff
+    assert "+    torch.export.save(scripted, path)" in diff
+
+
+def test_runtime_path_load_waits_for_every_recorded_producer(tmp_path):
+    """One of the two saves it read from stays TorchScript (tools/ is not scanned): the load
+    is held naming it, and the save that would move is held for the load."""
+    other = {**_site("torch.jit.load", "torch.jit.save", saved=["models/b.pt"]), "path": "t/w.py"}
+    reads_both = {**READS_RUN, "loaded": ["models/run.pt", "models/b.pt"]}
+    found = _findings(_write(tmp_path, sites=[*EVIDENCE[:3], RUN_SAVE, reads_both, other]))
+    load, save = found[_line("torch.jit.load")], found[_line("scripted.save(path)")]
+    assert load["fix"] == save["fix"] == "assisted"
+    line = _line("torch.jit.load")
+    assert (
+        "the recorded run loaded `models/run.pt`, `models/b.pt`, written by the save at "
+        f"t/w.py:{line}, which stays TorchScript" in load["message"]
+    )
+    assert (
+        f"the file it wrote was read by the load at lib.py:{line}, which stays TorchScript"
+        in save["message"]
+    )
 
 
 def test_missing_or_damaged_evidence_is_a_clear_error(tmp_path):

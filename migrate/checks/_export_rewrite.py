@@ -624,6 +624,21 @@ def _recorded_example(ctx: PythonContext, call: ast.Call, scope: Scope, fix: Fix
     return example
 
 
+def recorded_load(ctx: PythonContext, call: ast.Call, fix: Fix, path: ast.expr) -> dict:
+    """A load's finding data from the recorded run: the files it read and the recorded saves
+    that wrote them (the planner links a run-time path to those producers)."""
+    hooks = _hooks()
+    found = hooks.load_writers(ctx, call) if hooks is not None else None
+    if found is None:
+        return {}
+    loaded, writers = found
+    if not isinstance(path, ast.Constant):  # a literal path is linked without the run
+        wrote = f"written by the save at {', '.join(writers)}" if writers else "no save recorded"
+        shown = ", ".join(f"`{p}`" for p in loaded[:2]) + (" ..." if len(loaded) > 2 else "")
+        fix.note(f"evidence: the recorded run loaded {shown} ({wrote})")
+    return {"recorded_loaded": loaded, "recorded_writers": writers}
+
+
 def _recorded_dynamic_shapes(
     ctx: PythonContext, call: ast.Call, scope: Scope, fix: Fix, export: str
 ) -> str:

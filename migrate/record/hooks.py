@@ -8,7 +8,8 @@ site, answers None (with the stale note where there was one).
 - `inputs_form`: whether a trace's example is one input or a tuple of inputs;
 - `dynamic_shapes`: `dynamic_shapes=` for exactly the axes whose sizes varied across calls,
   with torch.export's own `Dim.AUTO`;
-- `runtime_load_note`: which recorded save wrote the file a run-time path loaded.
+- `load_writers`: which recorded saves wrote the files a load read (a run-time path links
+  to its producers; the planner rewrites it once every one of them is migrated).
 """
 
 from __future__ import annotations
@@ -287,18 +288,13 @@ def _small_example(capture: dict, calls: Calls) -> str | None:
 # --------------------------------------------------------------------------- loads
 
 
-def runtime_load_note(ctx_path: str, line: int) -> str | None:
-    """For a load whose path is chosen at run time: which recorded save wrote what it read."""
+def load_writers(ctx, call: ast.Call) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """For a load (whose lines still match the run): (the files it read, the recorded saves
+    that wrote them, as `path:line`); None without a matching site or files read."""
+    match = site(ctx, call, LOADS)
     evidence = active()
-    if evidence is None:
+    if match.site is None or evidence is None or not match.site["loaded"]:
         return None
-    sites = [s for s in evidence._sites_of(ctx_path) if s["line"] == line and s["api"] in LOADS]
-    if not sites or not sites[0]["loaded"]:
-        return None
-    loaded = sites[0]["loaded"]
-    writers = evidence.writers_of(loaded)
-    names = ", ".join(f"`{p}`" for p in loaded)
-    if not writers:
-        return f"the recorded run loaded {names}, which no recorded save wrote"
-    where = ", ".join(sorted({f"{w['path']}:{w['line']}" for w in writers}))
-    return f"the recorded run loaded {names}, written by the save at {where}"
+    loaded = tuple(match.site["loaded"])
+    writers = evidence.writers_of(list(loaded))
+    return loaded, tuple(sorted({f"{w['path']}:{w['line']}" for w in writers}))
