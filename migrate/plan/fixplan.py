@@ -376,6 +376,35 @@ def recorded_readers_follow(ctx: Context) -> dict[FindingKey, str]:
     return holds
 
 
+def lite_saves_move_with_their_captures(ctx: Context) -> dict[FindingKey, str]:
+    """issue 28: a lite save of a parameter lowers it as a program only when every capture
+    the recorded run saw it save is exported in this run; a capture passed to such a save
+    is exported only when the save moves too."""
+    holds: dict[FindingKey, str] = {}
+    for save in ctx.findings:
+        captures = save.get("recorded_programs")
+        if not captures or save.rule != "MIG204":
+            continue
+        if finding_key(save) not in ctx.written:
+            for where in captures:
+                for f in _at_line(ctx, CAPTURE_RULES, where):
+                    holds.setdefault(
+                        finding_key(f),
+                        f"in the recorded run its result was saved by the lite save at "
+                        f"{save.path}:{save.line}, which stays TorchScript in this run",
+                    )
+            continue
+        for where in captures:
+            found = _at_line(ctx, CAPTURE_RULES, where)
+            if _stays(ctx, found) or any(f.get("route") == "eager" for f in found):
+                holds[finding_key(save)] = (
+                    f"the recorded run saved here the result of the capture at {where}, which "
+                    "is not exported in this run"
+                )
+                break
+    return holds
+
+
 def _renamed_apart(facts, site) -> str | None:
     """Writers and readers of one file must rename it alike: all at a literal in the call,
     or all through one shared constant (which the rewrite leaves as it is)."""
@@ -662,6 +691,7 @@ PLANNING_RULES: list[PlanningRule] = [
     tracer_filters_stay_while_traces_do,
     loaders_move_with_their_writers,
     recorded_readers_follow,
+    lite_saves_move_with_their_captures,
     captures_move_with_every_use,
     captures_wait_for_their_forward,
     branches_wait_for_scripts,
