@@ -365,3 +365,80 @@ def test_an_evidence_file_that_is_a_fifo_does_not_hang_the_scan(tmp_path):
         )
         assert run.returncode == code, run.stdout + run.stderr
     assert run.stderr.strip() == f"error: --evidence {fifo}: not a regular file"
+
+
+MOBILE = textwrap.dedent(
+    """\
+    import torch
+
+
+    def save_mobile(program, path):
+        program._save_for_lite_interpreter(path)
+
+
+    def export_mobile(model, path):
+        x = torch.randn(2, 16)
+        traced = torch.jit.trace(model, x)
+        save_mobile(traced, path)
+        return traced(x)
+    """
+)
+
+
+def _mobile_sites(*producers: str, source: str = MOBILE) -> list[dict]:
+    lines = source.splitlines()
+    save = next(i for i, t in enumerate(lines, 1) if "_save_for_lite" in t)
+    trace = next(i for i, t in enumerate(lines, 1) if "jit.trace" in t)
+    common = {"count": 1, "captured": [], "examples": [], "calls": [], "saved": [], "loaded": []}
+    return [
+        {"path": "lib.py", "line": save, "end_line": save, "api": "ScriptModule._save_for_lite_interpreter",
+         "digest": line_digest(lines[save - 1]), **common, "saves_of": list(producers)},
+        {"path": "lib.py", "line": trace, "end_line": trace, "api": "torch.jit.trace",
+         "digest": line_digest(lines[trace - 1]), **common, "saves_of": [],
+         "captured": MODULE},
+    ]  # fmt: skip
+
+
+def test_lite_save_of_a_parameter_lowers_the_recorded_program(tmp_path):
+    """The run saw the save at line 5 save the trace's result only: both move (the trace
+    stays a program where it is passed; the save lowers it)."""
+    bare = _findings(_write(tmp_path / "bare", MOBILE))
+    assert "cannot see that `program` is an exported program" in bare[5]["message"]
+    folder = _write(tmp_path / "rec", MOBILE, sites=_mobile_sites("lib.py:10:torch.jit.trace"))
+    found = _findings(folder)
+    assert (found[5]["fix"], found[10]["fix"]) == ("auto", "auto"), found[5]["message"]
+    assert (
+        "the recorded run saved here the result of the capture at lib.py:10"
+        in (found[5]["message"])
+    )
+    diff = _diff(folder)
+    assert "to_edge_transform_and_lower(program, partitioner=[XnnpackPartitioner()])" in diff
+    assert "+    save_mobile(traced, path)" not in diff  # the program itself is passed
+
+
+def test_lite_save_waits_for_a_capture_that_stays(tmp_path):
+    """It also saved what a script in tools/ (not migrated) made: the save is held naming
+    it, and the trace passed to it is held for the save."""
+    sites = _mobile_sites("lib.py:10:torch.jit.trace", "tools/t.py:3:torch.jit.script")
+    found = _findings(_write(tmp_path, MOBILE, sites=sites))
+    assert found[5]["fix"] == "assisted"
+    assert (
+        "the recorded run saved here the result of the capture at tools/t.py:3, which is "
+        in (found[5]["message"])
+    )
+    assert found[10]["fix"] == "assisted"
+    assert (
+        "its result was saved by the lite save at lib.py:5, which stays" in (found[10]["message"])
+    )
+
+
+def test_lite_save_of_a_parameter_used_otherwise_stays(tmp_path):
+    source = MOBILE.replace(
+        "    program._save_for_lite_interpreter(path)\n",
+        "    program._save_for_lite_interpreter(path)\n    return program(torch.ones(1, 16))\n",
+    )
+    sites = _mobile_sites("lib.py:11:torch.jit.trace", source=source)
+    found = _findings(_write(tmp_path, source, sites=sites))
+    assert found[5]["fix"] == "assisted"
+    assert "`program` is also used on line 6, where a program may not do" in found[5]["message"]
+    assert found[11]["fix"] == "assisted"  # passed to a function that calls it

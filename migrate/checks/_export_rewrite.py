@@ -682,11 +682,11 @@ def recorded_program_save(ctx: PythonContext, call: ast.Call, fix: Fix) -> dict:
     captures, note = hooks.saved_programs(ctx, call)
     if captures is None:
         if note:
-            fix.fail(f"{fix.problem}; {note}")
+            fix.problem = f"{fix.problem}; {note}"
         return {}
     problem = _only_lite_saved(ctx, _function_of(ctx, call), value.id)  # type: ignore[arg-type]
     if problem is not None:
-        fix.fail(f"{fix.problem}; {note}, but {problem}")
+        fix.problem = f"{fix.problem}; {note}, but {problem}"
         return {}
     fix.problem = None
     scope = ctx.table.scope_for(call)
