@@ -366,14 +366,20 @@ def recorded_readers_follow(ctx: Context) -> dict[FindingKey, str]:
         writers = load.get("recorded_writers")
         if not writers or load.rule not in CONSUMER_RULES or finding_key(load) in ctx.written:
             continue
-        for where in writers:
-            for f in _at_line(ctx, PRODUCER_RULES, where):
-                holds.setdefault(
-                    finding_key(f),
-                    f"in the recorded run the file it wrote was read by the load at "
-                    f"{load.path}:{load.line}, which stays TorchScript in this run",
-                )
+        why = f"in the recorded run the file it wrote was read by the load at {_where_f(load)}"
+        _hold_linked(ctx, holds, PRODUCER_RULES, writers, why)
     return holds
+
+
+def _where_f(f: Finding) -> str:
+    return f"{f.path}:{f.line}, which stays TorchScript in this run"
+
+
+def _hold_linked(ctx: Context, holds: dict, rules: tuple[str, ...], linked, why: str) -> None:
+    """Hold the findings of `rules` at each recorded `path:line` in `linked`, saying why."""
+    for where in linked:
+        for f in _at_line(ctx, rules, where):
+            holds.setdefault(finding_key(f), why)
 
 
 def lite_saves_move_with_their_captures(ctx: Context) -> dict[FindingKey, str]:
@@ -386,13 +392,8 @@ def lite_saves_move_with_their_captures(ctx: Context) -> dict[FindingKey, str]:
         if not captures or save.rule != "MIG204":
             continue
         if finding_key(save) not in ctx.written:
-            for where in captures:
-                for f in _at_line(ctx, CAPTURE_RULES, where):
-                    holds.setdefault(
-                        finding_key(f),
-                        f"in the recorded run its result was saved by the lite save at "
-                        f"{save.path}:{save.line}, which stays TorchScript in this run",
-                    )
+            why = f"in the recorded run its result was saved by the lite save at {_where_f(save)}"
+            _hold_linked(ctx, holds, CAPTURE_RULES, captures, why)
             continue
         for where in captures:
             found = _at_line(ctx, CAPTURE_RULES, where)
