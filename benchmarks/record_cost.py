@@ -91,6 +91,7 @@ def main() -> None:
         parts = temp / "parts"
         parts.mkdir()
         hook_env = recorder_env(parts, cwd, plain_env)
+        before = os.getloadavg()[0]
         per_call(plain_env, hook_env, args.runs)
         if args.per_call:
             return
@@ -106,6 +107,10 @@ def main() -> None:
             median = statistics.median(values)
             spread = ", ".join(f"{v:.2f}" for v in values)
             print(f"  {name:<15} {median:7.2f} s  {median / plain:5.2f}x   ({spread})")
+        print(
+            f"load average (1 min) {before:.2f} before, {os.getloadavg()[0]:.2f} after, on "
+            f"{os.cpu_count()} cores"
+        )
     finally:
         shutil.rmtree(temp, ignore_errors=True)
 

@@ -157,6 +157,7 @@ def test_every_process_is_recorded(recorded):
     b = _sites(data, "test_b.py")
     assert a["captured"] == [{"value": {"kind": "module", "class": "model.Net"}, "count": 1}]
     assert [c["axes"] for c in a["calls"]] == [[[[2, 5], [8]]]]
+    assert [c["shapes"] for c in a["calls"]] == [[[[2, 8]], [[5, 8]]]]  # each call's, once
     assert child["calls"][0]["axes"] == [[[7], [8]]]
     trace = b["torch.jit.trace"]
     assert trace["examples"][0]["value"]["inputs"]["items"][0]["shape"] == [3, 8]
@@ -211,6 +212,7 @@ def test_two_runs_merge(tmp_path):
     assert site["count"] == 2
     assert site["calls"][0]["count"] == 3
     assert site["calls"][0]["axes"] == [[[3, 7], [8]]]
+    assert site["calls"][0]["shapes"] == [[[7, 8]], [[3, 8]]]  # the two runs' shapes, once each
 
 
 def test_changed_site_replaces_its_old_record(tmp_path):

@@ -215,12 +215,58 @@ def test_stale_evidence_is_ignored_with_a_note(tmp_path):
 
 
 def test_runtime_path_load_names_its_recorded_writer(recorded):
-    found, _ = recorded
+    found, diff = recorded
     load = found[_line("torch.jit.load(path)")]
     assert "chosen at run time" in load["message"]
     line = _line("torch.jit.load")
-    note = f"the recorded run loaded `models/m.pt`, written by the save at tools/w.py:{line}"
+    note = (
+        f"the recorded run loaded `models/m.pt`, written by the save at tools/w.py:{line}, "
+        "which stays TorchScript in this run"
+    )
     assert note in load["message"]
+    # apply's later rounds keep the planner's reason (not "held back in the first round").
+    left = diff.split("left for review", 1)[1]
+    assert f"lib.py:{line}:12 MIG202 [assisted]" in left
+    assert note in left
+    assert "first round" not in diff
+
+
+RUN_SAVE = _site("scripted.save(path)", "ScriptModule.save", saved=["models/run.pt"])
+READS_RUN = _site("torch.jit.load(path)", "torch.jit.load", loaded=["models/run.pt"])
+
+
+def test_runtime_path_load_moves_with_its_recorded_producer(tmp_path):
+    """The run saw the load read what the save in `run` wrote; that save is migrated in
+    this run, so the load reads the exported program."""
+    folder = _write(tmp_path, sites=[*EVIDENCE[:3], RUN_SAVE, READS_RUN])
+    load = _findings(folder)[_line("torch.jit.load")]
+    assert load["fix"] == "auto", load["message"]
+    assert (
+        "evidence: the recorded run loaded `models/run.pt` (written by the save at lib.py:6)"
+        in load["message"]
+    )
+    diff = _diff(folder)
+    assert "+    return torch.export.load(path).module()" in diff
+    assert "+    torch.export.save(scripted, path)" in diff
+
+
+def test_runtime_path_load_waits_for_every_recorded_producer(tmp_path):
+    """One of the two saves it read from stays TorchScript (tools/ is not scanned): the load
+    is held naming it, and the save that would move is held for the load."""
+    other = {**_site("torch.jit.load", "torch.jit.save", saved=["models/b.pt"]), "path": "t/w.py"}
+    reads_both = {**READS_RUN, "loaded": ["models/run.pt", "models/b.pt"]}
+    found = _findings(_write(tmp_path, sites=[*EVIDENCE[:3], RUN_SAVE, reads_both, other]))
+    load, save = found[_line("torch.jit.load")], found[_line("scripted.save(path)")]
+    assert load["fix"] == save["fix"] == "assisted"
+    line = _line("torch.jit.load")
+    assert (
+        "the recorded run loaded `models/run.pt`, `models/b.pt`, written by the save at "
+        f"t/w.py:{line}, which stays TorchScript" in load["message"]
+    )
+    assert (
+        f"the file it wrote was read by the load at lib.py:{line}, which stays TorchScript"
+        in save["message"]
+    )
 
 
 def test_missing_or_damaged_evidence_is_a_clear_error(tmp_path):
@@ -319,3 +365,80 @@ def test_an_evidence_file_that_is_a_fifo_does_not_hang_the_scan(tmp_path):
         )
         assert run.returncode == code, run.stdout + run.stderr
     assert run.stderr.strip() == f"error: --evidence {fifo}: not a regular file"
+
+
+MOBILE = textwrap.dedent(
+    """\
+    import torch
+
+
+    def save_mobile(program, path):
+        program._save_for_lite_interpreter(path)
+
+
+    def export_mobile(model, path):
+        x = torch.randn(2, 16)
+        traced = torch.jit.trace(model, x)
+        save_mobile(traced, path)
+        return traced(x)
+    """
+)
+
+
+def _mobile_sites(*producers: str, source: str = MOBILE) -> list[dict]:
+    lines = source.splitlines()
+    save = next(i for i, t in enumerate(lines, 1) if "_save_for_lite" in t)
+    trace = next(i for i, t in enumerate(lines, 1) if "jit.trace" in t)
+    common = {"count": 1, "captured": [], "examples": [], "calls": [], "saved": [], "loaded": []}
+    return [
+        {"path": "lib.py", "line": save, "end_line": save, "api": "ScriptModule._save_for_lite_interpreter",
+         "digest": line_digest(lines[save - 1]), **common, "saves_of": list(producers)},
+        {"path": "lib.py", "line": trace, "end_line": trace, "api": "torch.jit.trace",
+         "digest": line_digest(lines[trace - 1]), **common, "saves_of": [],
+         "captured": MODULE},
+    ]  # fmt: skip
+
+
+def test_lite_save_of_a_parameter_lowers_the_recorded_program(tmp_path):
+    """The run saw the save at line 5 save the trace's result only: both move (the trace
+    stays a program where it is passed; the save lowers it)."""
+    bare = _findings(_write(tmp_path / "bare", MOBILE))
+    assert "cannot see that `program` is an exported program" in bare[5]["message"]
+    folder = _write(tmp_path / "rec", MOBILE, sites=_mobile_sites("lib.py:10:torch.jit.trace"))
+    found = _findings(folder)
+    assert (found[5]["fix"], found[10]["fix"]) == ("auto", "auto"), found[5]["message"]
+    assert (
+        "the recorded run saved here the result of the capture at lib.py:10"
+        in (found[5]["message"])
+    )
+    diff = _diff(folder)
+    assert "to_edge_transform_and_lower(program, partitioner=[XnnpackPartitioner()])" in diff
+    assert "+    save_mobile(traced, path)" not in diff  # the program itself is passed
+
+
+def test_lite_save_waits_for_a_capture_that_stays(tmp_path):
+    """It also saved what a script in tools/ (not migrated) made: the save is held naming
+    it, and the trace passed to it is held for the save."""
+    sites = _mobile_sites("lib.py:10:torch.jit.trace", "tools/t.py:3:torch.jit.script")
+    found = _findings(_write(tmp_path, MOBILE, sites=sites))
+    assert found[5]["fix"] == "assisted"
+    assert (
+        "the recorded run saved here the result of the capture at tools/t.py:3, which is "
+        in (found[5]["message"])
+    )
+    assert found[10]["fix"] == "assisted"
+    assert (
+        "its result was saved by the lite save at lib.py:5, which stays" in (found[10]["message"])
+    )
+
+
+def test_lite_save_of_a_parameter_used_otherwise_stays(tmp_path):
+    source = MOBILE.replace(
+        "    program._save_for_lite_interpreter(path)\n",
+        "    program._save_for_lite_interpreter(path)\n    return program(torch.ones(1, 16))\n",
+    )
+    sites = _mobile_sites("lib.py:11:torch.jit.trace", source=source)
+    found = _findings(_write(tmp_path, source, sites=sites))
+    assert found[5]["fix"] == "assisted"
+    assert "`program` is also used on line 6, where a program may not do" in found[5]["message"]
+    assert found[11]["fix"] == "assisted"  # passed to a function that calls it

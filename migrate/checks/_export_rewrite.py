@@ -650,6 +650,106 @@ def _static_example(ctx, call, module: ast.expr, scope: Scope, fix: Fix) -> str 
     return f"{export[:-1]}, dynamic_shapes={dynamic})"
 
 
+def recorded_load(ctx: PythonContext, call: ast.Call, fix: Fix, path: ast.expr) -> dict:
+    """A load's finding data from the recorded run: the files it read and the recorded saves
+    that wrote them (the planner links a run-time path to those producers)."""
+    hooks = _hooks()
+    found = hooks.load_writers(ctx, call) if hooks is not None else None
+    if found is None:
+        return {}
+    loaded, writers = found
+    if not isinstance(path, ast.Constant):  # a literal path is linked without the run
+        wrote = f"written by the save at {', '.join(writers)}" if writers else "no save recorded"
+        shown = ", ".join(f"`{p}`" for p in loaded[:2]) + (" ..." if len(loaded) > 2 else "")
+        fix.note(f"evidence: the recorded run loaded {shown} ({wrote})")
+    return {"recorded_loaded": loaded, "recorded_writers": writers}
+
+
+_LITE_SAVES = ("_save_for_lite_interpreter", "_save_to_buffer_for_lite_interpreter")
+
+
+def _only_lite_saved(ctx: PythonContext, func: ast.AST, name: str) -> str | None:
+    """None when `name`, a parameter of `func`, is read there only as the module of lite
+    saves (so an exported program passed in does as well); else why not."""
+    args = getattr(func, "args", None)
+    params = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)] if args else []
+    if name not in params:
+        return f"`{name}` is not a parameter of the function holding the save"
+    for node in ast.walk(func):
+        if not isinstance(node, ast.Name) or node.id != name:
+            continue
+        holder = parent(ctx, node)
+        method = parent(ctx, holder) if isinstance(holder, ast.Attribute) else None
+        if not (
+            isinstance(node.ctx, ast.Load)
+            and isinstance(holder, ast.Attribute)
+            and holder.attr in _LITE_SAVES
+            and isinstance(method, ast.Call)
+            and method.func is holder
+        ):
+            return f"`{name}` is also used on line {node.lineno}, where a program may not do"
+    return None
+
+
+def _function_of(ctx: PythonContext, node: ast.AST | None) -> ast.AST | None:
+    while node is not None and not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        node = parent(ctx, node)
+    return node
+
+
+def recorded_program_save(ctx: PythonContext, call: ast.Call, fix: Fix) -> dict:
+    """MIG204 on `p._save_for_lite_interpreter(path)` where `p` is a parameter: the run saw
+    it save only results of captures (exported programs once migrated), so the save lowers
+    `p` as a program; the finding data names those captures for the planner (issue 28)."""
+    value = call.func.value  # type: ignore[attr-defined]
+    hooks = _hooks()
+    if hooks is None or not isinstance(value, ast.Name):
+        return {}
+    captures, note = hooks.saved_programs(ctx, call)
+    if captures is None:
+        if note:
+            fix.problem = f"{fix.problem}; {note}"
+        return {}
+    problem = _only_lite_saved(ctx, _function_of(ctx, call), value.id)  # type: ignore[arg-type]
+    if problem is not None:
+        fix.problem = f"{fix.problem}; {note}, but {problem}"
+        return {}
+    fix.problem = None
+    scope = ctx.table.scope_for(call)
+    _lite_save(ctx, call, lowered(ctx, fix, value.id, scope), scope, fix)
+    fix.note(f"{note} (an exported program once migrated)")
+    return {"recorded_programs": captures}
+
+
+def _lowered_in_callee(ctx: PythonContext, use: ast.expr, holder: ast.Call, capture, fix) -> bool:
+    """A capture's result passed to a function of this file that the run saw lower it with a
+    lite save, and that reads that parameter only there: the program does as well."""
+    hooks = _hooks()
+    if hooks is None or capture is None or not isinstance(holder.func, ast.Name):
+        return False
+    if use not in holder.args or any(isinstance(a, ast.Starred) for a in holder.args):
+        return False
+    callee = ctx.table.definition(holder.func.id, ctx.table.scope_for(holder))
+    params = getattr(getattr(callee, "args", None), "args", None)
+    if params is None or holder.args.index(use) >= len(params):
+        return False
+    param = params[holder.args.index(use)].arg
+    recorded = {id(s) for s in hooks.lowered_by(ctx, capture)}
+    saves = [  # the callee's lite saves whose lines are those the run saw save this result
+        node
+        for node in ast.walk(callee)  # type: ignore[arg-type]
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "_save_for_lite_interpreter"
+        and id(hooks.site(ctx, node, hooks.LITE_SAVES).site) in recorded
+    ]
+    if not saves or _only_lite_saved(ctx, callee, param) is not None:
+        return False
+    where = ", ".join(f"line {node.lineno}" for node in saves)
+    fix.note(f"evidence: `{holder.func.id}` lowers it as a program (the lite save at {where})")
+    return True
+
+
 def _recorded_dynamic_shapes(
     ctx: PythonContext, call: ast.Call, scope: Scope, fix: Fix, export: str
 ) -> str:
@@ -888,6 +988,8 @@ def program_use(
                 program = lowered(ctx, fix, value, scope)
                 _lite_save(ctx, method, program, scope, fix)
                 return True
+    if isinstance(holder, ast.Call) and _lowered_in_callee(ctx, use, holder, capture, fix):
+        return False  # issue 28: the callee takes the program
     return bool(fix.fail(_unsupported(ctx, use, holder)).auto)
 
 

@@ -134,9 +134,7 @@ def _first_use(ctx: PythonContext, forward: ast.AST, name: str) -> ast.Name | st
         if not isinstance(first.ctx, ast.Load):
             return "`forward` rebinds its input before using it"
         if not isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.Return, ast.Expr)):
-            return (
-                f"`forward` first uses its input inside `{_keyword(stmt)}` (line {stmt.lineno})"
-            )
+            return f"`forward` first uses its input inside `{_keyword(stmt)}` (line {stmt.lineno})"
         if any(isinstance(n, (ast.Lambda, ast.comprehension)) for n in ast.walk(stmt)):
             return f"`forward` first uses its input in a nested scope (line {stmt.lineno})"
         return first

@@ -60,6 +60,7 @@ class JitLoadToExportLoad(PythonCheck):
                 self.rule, call, f"{head}; {fix.problem}", symbol=ref.qualname, fix=FixKind.ASSISTED
             )
             return
+        recorded = rw.recorded_load(ctx, call, fix, bound["f"])  # issue 28
         ctx.report(
             self.rule,
             call,
@@ -68,6 +69,7 @@ class JitLoadToExportLoad(PythonCheck):
             edits=fix.edits,
             imports=fix.imports,
             group=fix.group(),
+            **recorded,
         )
 
     def load_fix(self, ctx: PythonContext, call: ast.Call, bound: dict[str, ast.expr]) -> rw.Fix:

@@ -30,6 +30,7 @@ class SaveForLiteInterpreter(static_inputs.AsksForInputs, PythonCheck):
         source = rw.source_of(ctx, value)
         fix = rw.Fix()
         together = ""
+        recorded: dict = {}
         if source.kind == "capture":
             fix = rw.capture_fix(ctx, source.node)  # type: ignore[arg-type]
             together = f" together with its capture{rw.capture_line(source.node)}"
@@ -43,6 +44,7 @@ class SaveForLiteInterpreter(static_inputs.AsksForInputs, PythonCheck):
                 f"the tool cannot see that `{rw._short(ctx.source(value))}` is an exported "
                 "program: export the model (`torch.export.export(module, args)`) and lower that"
             )
+            recorded = rw.recorded_program_save(ctx, node, fix)  # issue 28
         if not fix.auto:
             ctx.report(
                 self.rule, node, f"{head}; {fix.problem}", symbol=SYMBOL, fix=FixKind.ASSISTED
@@ -56,4 +58,5 @@ class SaveForLiteInterpreter(static_inputs.AsksForInputs, PythonCheck):
             edits=fix.edits,
             imports=fix.imports,
             group=fix.group(),
+            **recorded,
         )

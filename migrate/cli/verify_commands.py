@@ -445,10 +445,16 @@ def verify(
                 VerifyError("usage", "--evidence replaces --inputs/--input-shape/--dynamic-dim")
             )
         try:
-            input_shape, dynamic_dim, site = verify_inputs(evidence)
+            recorded = verify_inputs(evidence)
         except ValueError as exc:
             raise _fail(VerifyError("usage", str(exc))) from None
-        typer.echo(f"inputs from {site}: {' '.join(input_shape)} {' '.join(dynamic_dim)}", err=True)
+        input_shape, dynamic_dim = recorded.shapes, recorded.dynamic
+        checked = f"; and {len(recorded.checked)} recorded shapes" if recorded.checked else ""
+        typer.echo(
+            f"inputs from {recorded.site}: {' '.join(input_shape)} {' '.join(dynamic_dim)}"
+            f"{checked}{f' ({recorded.note})' if recorded.note else ''}",
+            err=True,
+        )
     from migrate.verify.pipeline import VerifyConfig, run_verify
     from migrate.verify.report import render_json, render_text
 
@@ -477,6 +483,7 @@ def verify(
         trust_archive=trust_archive,
         max_input_bytes=max_input_bytes,
         method=method,
+        recorded_shapes=recorded.checked if evidence is not None else None,
     )
     _warn_trust(trust_archive, target)
     try:

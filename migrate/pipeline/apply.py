@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import shutil
@@ -180,13 +181,13 @@ def _run_apply(
     result.held = held
     # A lone fix held only because this run may not write its kind (unsafe) is not held
     # again in later rounds: the fixer leaves it unwritten and says that one reason.
-    held_keys = {
-        finding_key(h.finding)
+    held_reasons = {
+        finding_key(h.finding): h.reason
         for h in held
         if h.finding.autofix is None
         or h.finding.autofix.group is not None
         or h.finding.autofix.applicability in allowed
-    } | set(plan.held)
+    } | plan.held
     by_path: dict[str, list[Finding]] = {}
     for f in plan.findings:
         by_path.setdefault(f.path, []).append(f)
@@ -224,7 +225,7 @@ def _run_apply(
             decoded.newline,
             allowed=allowed,
             findings=by_path[display],
-            replan=_keep_held(by_path[display], held_keys),
+            replan=_keep_held(by_path[display], held_reasons),
         )
         fix.source_digest = digest(raw)
         result.fixes.append(fix)
@@ -358,8 +359,9 @@ def _apply_gated(
             _write(result, trees, display, path, decoded, fix)
 
 
-def _keep_held(original: list[Finding], held: set) -> Callable[[list[Finding]], list[Finding]]:
-    """Later fix rounds re-analyse the file: a fix held back in the first round stays held.
+def _keep_held(original: list[Finding], held: dict) -> Callable[[list[Finding]], list[Finding]]:
+    """Later fix rounds re-analyse the file: a fix held back in the first round stays held,
+    for the reason the first round gave (`held`: finding key -> reason).
 
     Positions move as edits land, so a held finding is recognised by its rule, symbol and
     the text of its first line, which its own (unwritten) fix never changed.
@@ -377,7 +379,11 @@ def _keep_held(original: list[Finding], held: set) -> Callable[[list[Finding]], 
         for f in findings:
             before = signatures.get((f.rule, f.symbol, f.message.split(";")[0]))
             if f.autofix is not None and before is not None:
-                f = demote(f, "held back in the first round")
+                reason = held.get(finding_key(before))
+                if reason is None:  # held by its own check: keep what it said
+                    f = dataclasses.replace(f, fix=before.fix, autofix=None, message=before.message)
+                else:
+                    f = demote(f, reason)
             out.append(f)
         return out
 

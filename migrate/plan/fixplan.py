@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import sys
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 
@@ -282,10 +281,7 @@ def loaders_move_with_their_writers(ctx: Context) -> dict[FindingKey, str]:
         if site.role == "consumer":
             producers = facts.producers_of(site)  # type: ignore[attr-defined]
             if site.key is None and site.basename is None:
-                reason = (
-                    "it reads a path chosen at run time; the tool cannot see what writes it. "
-                    "Once that file is converted (`migrate convert`), load the `.pt2`/`.pte`"
-                ) + _recorded_load(site)  # issue 28
+                reason = _runtime_path_hold(ctx, mine[0])
             elif not producers:
                 reason = (
                     f"nothing in the repository writes `{site.file_name}`: convert that archive "
@@ -316,14 +312,98 @@ def loaders_move_with_their_writers(ctx: Context) -> dict[FindingKey, str]:
     return holds
 
 
-def _recorded_load(site) -> str:
-    """issue 28: what a `migrate record` run saw this load read, and what wrote it."""
-    if "migrate.record.evidence" not in sys.modules:
-        return ""
-    from migrate.record.hooks import runtime_load_note
+def _runtime_path_hold(ctx: Context, load: Finding) -> str | None:
+    """A load whose path is chosen at run time: linked, by the files a `migrate record` run
+    saw it read (issue 28), to the saves that wrote them. It moves to `torch.export.load`
+    once every one of those saves is migrated in this run; else it is held, naming one."""
+    writers = load.get("recorded_writers")
+    if writers:
+        staying = [w for w in writers if _stays(ctx, _at_line(ctx, PRODUCER_RULES, w))]
+        if not staying:
+            return None
+        return (
+            f"it reads a path chosen at run time: the recorded run loaded "
+            f"{_files(load.get('recorded_loaded'))}, written by the save at "
+            f"{', '.join(staying)}, which stays TorchScript in this run"
+        )
+    reason = (
+        "it reads a path chosen at run time; the tool cannot see what writes it. "
+        "Once that file is converted (`migrate convert`), load the `.pt2`/`.pte`"
+    )
+    if load.get("recorded_loaded"):
+        reason += (
+            f"; the recorded run loaded {_files(load.get('recorded_loaded'))}, which no "
+            "recorded save wrote"
+        )
+    return reason
 
-    note = runtime_load_note(site.span.display, site.span.line)
-    return f"; {note}" if note else ""
+
+def _files(loaded, limit: int = 2) -> str:
+    """`a`, `b` and 3 more: the files a recorded load read."""
+    loaded = list(loaded or ())
+    more = len(loaded) - limit
+    return ", ".join(f"`{p}`" for p in loaded[:limit]) + (f" and {more} more" if more > 0 else "")
+
+
+def _at_line(ctx: Context, rules: tuple[str, ...], where: str) -> list[Finding]:
+    """The findings of these rules at a recorded `path:line` (a recorded path is relative to
+    the folder `migrate record` ran in; a finding's, to the scan's)."""
+    path, _, line = where.rpartition(":")
+    return [
+        f
+        for f in ctx.findings
+        if f.rule in rules
+        and str(f.line) == line
+        and (f.path == path or f.path.endswith("/" + path) or path.endswith("/" + f.path))
+    ]
+
+
+def recorded_readers_follow(ctx: Context) -> dict[FindingKey, str]:
+    """issue 28, the other way: a save that a recorded run-time-path load read from changes
+    format only when that load moves too."""
+    holds: dict[FindingKey, str] = {}
+    for load in ctx.findings:
+        writers = load.get("recorded_writers")
+        if not writers or load.rule not in CONSUMER_RULES or finding_key(load) in ctx.written:
+            continue
+        why = f"in the recorded run the file it wrote was read by the load at {_where_f(load)}"
+        _hold_linked(ctx, holds, PRODUCER_RULES, writers, why)
+    return holds
+
+
+def _where_f(f: Finding) -> str:
+    return f"{f.path}:{f.line}, which stays TorchScript in this run"
+
+
+def _hold_linked(ctx: Context, holds: dict, rules: tuple[str, ...], linked, why: str) -> None:
+    """Hold the findings of `rules` at each recorded `path:line` in `linked`, saying why."""
+    for where in linked:
+        for f in _at_line(ctx, rules, where):
+            holds.setdefault(finding_key(f), why)
+
+
+def lite_saves_move_with_their_captures(ctx: Context) -> dict[FindingKey, str]:
+    """issue 28: a lite save of a parameter lowers it as a program only when every capture
+    the recorded run saw it save is exported in this run; a capture passed to such a save
+    is exported only when the save moves too."""
+    holds: dict[FindingKey, str] = {}
+    for save in ctx.findings:
+        captures = save.get("recorded_programs")
+        if not captures or save.rule != "MIG204":
+            continue
+        if finding_key(save) not in ctx.written:
+            why = f"in the recorded run its result was saved by the lite save at {_where_f(save)}"
+            _hold_linked(ctx, holds, CAPTURE_RULES, captures, why)
+            continue
+        for where in captures:
+            found = _at_line(ctx, CAPTURE_RULES, where)
+            if _stays(ctx, found) or any(f.get("route") == "eager" for f in found):
+                holds[finding_key(save)] = (
+                    f"the recorded run saved here the result of the capture at {where}, which "
+                    "is not exported in this run"
+                )
+                break
+    return holds
 
 
 def _renamed_apart(facts, site) -> str | None:
@@ -617,6 +697,8 @@ PLANNING_RULES: list[PlanningRule] = [
     writers_wait_for_native_readers,
     tracer_filters_stay_while_traces_do,
     loaders_move_with_their_writers,
+    recorded_readers_follow,
+    lite_saves_move_with_their_captures,
     captures_move_with_every_use,
     captures_wait_for_their_forward,
     branches_wait_for_scripts,

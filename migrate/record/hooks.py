@@ -8,7 +8,11 @@ site, answers None (with the stale note where there was one).
 - `inputs_form`: whether a trace's example is one input or a tuple of inputs;
 - `dynamic_shapes`: `dynamic_shapes=` for exactly the axes whose sizes varied across calls,
   with torch.export's own `Dim.AUTO`;
-- `runtime_load_note`: which recorded save wrote the file a run-time path loaded.
+- `saved_programs` / `lowered_by`: a lite-interpreter save of a value the file cannot place
+  (a parameter) and the captures the run saw it save, which are exported programs once
+  migrated;
+- `load_writers`: which recorded saves wrote the files a load read (a run-time path links
+  to its producers; the planner rewrites it once every one of them is migrated).
 """
 
 from __future__ import annotations
@@ -18,11 +22,13 @@ from dataclasses import dataclass
 
 from migrate.record.boot._migrate_recorder import tensors_of
 from migrate.record.evidence import Match, active
+from migrate.record.merge import merge_calls
 
 SCRIPT = frozenset({"torch.jit.script"})
 TRACE = frozenset({"torch.jit.trace"})
 CAPTURES = SCRIPT | TRACE
 LOADS = frozenset({"torch.jit.load", "_load_for_lite_interpreter"})
+LITE_SAVES = frozenset({"ScriptModule._save_for_lite_interpreter"})
 _FLOATS = frozenset({"float32", "float64", "float16", "bfloat16"})
 
 
@@ -101,24 +107,30 @@ class Calls:
             where = "" if len(self.entry["axes"]) == 1 else f" of input {leaf + 1}"
             parts.append(f"{name}{where} {min(sizes)}..{max(sizes)}")
         shown = f", {', '.join(parts)}" if parts else ""
-        return f"seen {_plural(self.count, 'call')}{shown}{self.source}"
+        return f"seen {_plural(self.count, 'call')}{self.source}{shown}"
 
 
 def calls_of(capture: dict) -> tuple[Calls | None, str | None]:
-    """The calls of a capture's result: its own, else those of the loads that read the
-    file a save of it wrote. (calls, why not) where several signatures were seen."""
-    sources = [(capture["calls"], "")]
+    """The calls of a capture's result: its own and those of the loads that read a file a
+    save of it wrote (the saved program serves them too), merged when they share one
+    signature. (calls, why not) where several signatures were seen."""
+    calls = list(capture["calls"])
     evidence = active()
-    if not capture["calls"] and evidence is not None:
-        for load in evidence.loads_of_saves(capture):
-            where = f" (through the load at {load['path']}:{load['line']})"
-            sources.append((load["calls"], where))
-    for calls, where in sources:
-        if len(calls) == 1:
-            return Calls(calls[0], where), None
-        if len(calls) > 1:
-            return None, f"the recorded run called it with {len(calls)} different signatures"
-    return None, None
+    loads = evidence.loads_of_saves(capture) if evidence is not None else []
+    through = [load for load in loads if load["calls"]]
+    for load in through:
+        calls += load["calls"]
+    where = ", ".join(f"{load['path']}:{load['line']}" for load in through)
+    source = ""
+    if where:
+        source = f"{' here and' if capture['calls'] else ''} through the load at {where}"
+    if not calls:
+        return None, None
+    merged: list[dict] = []
+    merge_calls(merged, calls)
+    if len(merged) > 1:
+        return None, f"the recorded run called it with {len(merged)} different signatures"
+    return Calls(merged[0], source), None
 
 
 # --------------------------------------------------------------------------- code
@@ -303,18 +315,46 @@ def _small_example(capture: dict, calls: Calls) -> str | None:
 # --------------------------------------------------------------------------- loads
 
 
-def runtime_load_note(ctx_path: str, line: int) -> str | None:
-    """For a load whose path is chosen at run time: which recorded save wrote what it read."""
+def load_writers(ctx, call: ast.Call) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """For a load (whose lines still match the run): (the files it read, the recorded saves
+    that wrote them, as `path:line`); None without a matching site or files read."""
+    match = site(ctx, call, LOADS)
     evidence = active()
-    if evidence is None:
+    if match.site is None or evidence is None or not match.site["loaded"]:
         return None
-    sites = [s for s in evidence._sites_of(ctx_path) if s["line"] == line and s["api"] in LOADS]
-    if not sites or not sites[0]["loaded"]:
-        return None
-    loaded = sites[0]["loaded"]
-    writers = evidence.writers_of(loaded)
-    names = ", ".join(f"`{p}`" for p in loaded)
-    if not writers:
-        return f"the recorded run loaded {names}, which no recorded save wrote"
-    where = ", ".join(sorted({f"{w['path']}:{w['line']}" for w in writers}))
-    return f"the recorded run loaded {names}, written by the save at {where}"
+    loaded = tuple(match.site["loaded"])
+    writers = evidence.writers_of(list(loaded))
+    return loaded, tuple(sorted({f"{w['path']}:{w['line']}" for w in writers}))
+
+
+# --------------------------------------------------------------------------- programs
+
+
+def saved_programs(ctx, call: ast.Call) -> tuple[tuple[str, ...] | None, str | None]:
+    """For a lite save of a value the file cannot place: the captures (`path:line`) whose
+    results the run saw it save, when every value it saved came from one; else (None, why)."""
+    match = site(ctx, call, LITE_SAVES)
+    if match.site is None:
+        return None, match.note
+    producers = match.site["saves_of"]
+    if not producers:
+        return None, "the recorded run did not see where the saved value came from"
+    others = [p for p in producers if p.rpartition(":")[2] not in CAPTURES]
+    if others:
+        where, _, api = others[0].rpartition(":")
+        return None, f"the recorded run saved here what the `{api}` at {where} returned"
+    captures = tuple(sorted(p.rpartition(":")[0] for p in producers))
+    return (
+        captures,
+        f"evidence: the recorded run saved here the result of the capture at {', '.join(captures)}",
+    )
+
+
+def lowered_by(ctx, capture: ast.Call) -> list[dict]:
+    """The recorded lite saves that saved this capture's result."""
+    match = site(ctx, capture, CAPTURES)
+    evidence = active()
+    if match.site is None or evidence is None:
+        return []
+    key = f"{match.site['path']}:{match.site['line']}:{match.site['api']}"
+    return [s for s in evidence.by_key.values() if s["api"] in LITE_SAVES and key in s["saves_of"]]

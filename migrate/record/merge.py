@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from migrate.record import SCHEMA_VERSION
+from migrate.record.boot._migrate_recorder import MAX_SHAPES
 from migrate.safe_read import Skipped, read_checked
 
 
@@ -41,7 +42,7 @@ def call_key(call: dict) -> str:
     return skeleton(whole)
 
 
-def _merge_calls(mine: list[dict], theirs: list[dict]) -> None:
+def merge_calls(mine: list[dict], theirs: list[dict]) -> None:
     index = {call_key(c): c for c in mine}
     for call in theirs:
         key = call_key(call)
@@ -51,6 +52,10 @@ def _merge_calls(mine: list[dict], theirs: list[dict]) -> None:
             continue
         into = index[key]
         into["count"] += call["count"]
+        shapes = into.setdefault("shapes", [])
+        for joint in call.get("shapes", ()):
+            if joint not in shapes and len(shapes) < MAX_SHAPES:
+                shapes.append(joint)
         for axes, other in zip(into["axes"], call["axes"], strict=False):
             for sizes, seen in zip(axes, other, strict=False):
                 sizes.extend(s for s in seen if s not in sizes)
@@ -75,7 +80,7 @@ def merge_sites(base: list[dict], new: list[dict]) -> list[dict]:
         old["end_line"] = site["end_line"]
         _merge_counted(old["captured"], site["captured"])
         _merge_counted(old["examples"], site["examples"])
-        _merge_calls(old["calls"], site["calls"])
+        merge_calls(old["calls"], site["calls"])
         for field in ("saved", "loaded", "saves_of"):
             old[field].extend(p for p in site[field] if p not in old[field])
     return sorted(merged.values(), key=site_key)

@@ -357,13 +357,19 @@ def iter_samples(
     n: int,
     seed: int,
     dynamic_dims: Sequence[DynamicDim] = (),
+    recorded: Sequence[Sequence[Sequence[int]]] | None = None,
 ) -> Iterator[Sample]:
     """Yield the example itself, ``n`` seeded random samples of the same shapes and dtypes,
-    then, for every declared dynamic dimension, samples at its other sizes (min, middle, max)."""
+    then, for every declared dynamic dimension, samples at its other sizes (min, middle, max);
+    or, given the shapes a recorded run's calls had (each call's tensor shapes, in argument
+    order), one sample of each of those instead."""
     yield Sample("example", tuple(example), {"kind": "example"})
     gen = torch.Generator().manual_seed(seed)
     for k in range(n):
         yield Sample(f"random[{k}]", random_like(example, gen), {"kind": "random", "seed": seed})
+    if recorded is not None:
+        yield from _recorded_samples(example, gen, recorded)
+        return
     for d in dynamic_dims:
         current = example[d.input].shape[d.dim]
         for size in sorted({d.min, (d.min + d.max) // 2, d.max} - {current}):
@@ -372,6 +378,27 @@ def iter_samples(
                 random_like(example, gen, {(d.input, d.dim): size}),
                 {"kind": "dynamic", "input": d.input, "dim": d.dim, "size": size},
             )
+
+
+def _recorded_samples(example: tuple[Any, ...], gen, recorded) -> Iterator[Sample]:
+    tensors = [i for i, x in enumerate(example) if isinstance(x, torch.Tensor)]
+    for joint in recorded:
+        if len(joint) != len(tensors):
+            raise VerifyError(
+                "usage",
+                f"a recorded call has {len(joint)} tensors, the example {len(tensors)}",
+            )
+        sizes = {
+            (i, dim): size
+            for i, shape in zip(tensors, joint, strict=True)
+            for dim, size in enumerate(shape)
+        }
+        label = " ".join("x".join(map(str, shape)) for shape in joint)
+        yield Sample(
+            f"recorded[{label}]",
+            random_like(example, gen, sizes),
+            {"kind": "recorded", "shapes": [list(s) for s in joint]},
+        )
 
 
 def scalar_variations(example: tuple[Any, ...], seed: int) -> Iterator[Sample]:

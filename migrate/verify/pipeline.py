@@ -33,6 +33,8 @@ class VerifyConfig:
     inputs: str | None = None
     input_shapes: list[str] = field(default_factory=list)
     dynamic_dims: list[str] = field(default_factory=list)
+    # issue 28: each recorded call's tensor shapes; compared on instead of min/middle/max
+    recorded_shapes: list[list[list[int]]] | None = None
     device: str = "auto"
     samples: int = 3
     seed: int = 0
@@ -611,6 +613,11 @@ def lowered_buffer(
         return None, exc
 
 
+def _sized(cfg: VerifyConfig, dyn: list) -> int:
+    """How many samples of other sizes verify adds."""
+    return 3 * len(dyn) if cfg.recorded_shapes is None else len(cfg.recorded_shapes)
+
+
 def run_verify(cfg: VerifyConfig) -> Report:
     t_start = time.perf_counter()
     if cfg.samples < 0:
@@ -622,7 +629,11 @@ def run_verify(cfg: VerifyConfig) -> Report:
     check_tolerances(cfg.rtol, cfg.atol)
     dyn = inp.parse_dynamic_dims(cfg.dynamic_dims)
     example = inp.example_from_options(
-        cfg.inputs, cfg.input_shapes, cfg.seed, 1 + cfg.samples + 3 * len(dyn), cfg.max_input_bytes
+        cfg.inputs,
+        cfg.input_shapes,
+        cfg.seed,
+        1 + cfg.samples + _sized(cfg, dyn),
+        cfg.max_input_bytes,
     )
     devices = rn.resolve_devices(cfg.device)
     with quiet(cfg.debug):
@@ -640,7 +651,7 @@ def run_verify(cfg: VerifyConfig) -> Report:
         raise VerifyError("usage", "--method applies to TorchScript archives only")
     load.check_signature(target.reference, example, methods[0])
     dynamic_shapes = inp.dynamic_shapes_for(example, dyn)
-    samples = list(inp.iter_samples(example, cfg.samples, cfg.seed, dyn))
+    samples = list(inp.iter_samples(example, cfg.samples, cfg.seed, dyn, cfg.recorded_shapes))
     branch_check: BranchCheck | None = None
     if cfg.branches:
         # Before the reference runs: the samples found for each side join the comparison.

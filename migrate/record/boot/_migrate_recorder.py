@@ -23,6 +23,7 @@ import time
 PARTS_ENV = "MIGRATE_RECORD_DIR"
 ROOT_ENV = "MIGRATE_RECORD_ROOT"
 MAX_SIZES = 64  # distinct sizes kept per axis (min and max always)
+MAX_SHAPES = 64  # distinct shapes kept per call signature (the tensors' shapes of one call)
 MAX_EXAMPLES = 8
 MAX_SIGNATURES = 16
 _HERE = os.path.abspath(__file__)
@@ -266,6 +267,11 @@ def _note_call(site_key: str, args, kwargs, torch) -> None:
             if entry is None:
                 return
         entry["count"] += 1
+        seen = entry["shapes"]
+        if len(seen) < MAX_SHAPES:
+            joint = [[int(size) for size in shape] for shape in shapes]
+            if joint not in seen:
+                seen.append(joint)
         for axes, shape in zip(entry["axes"], shapes, strict=True):
             for sizes, size in zip(axes, shape, strict=True):
                 if size not in sizes and len(sizes) < MAX_SIZES:
@@ -286,6 +292,7 @@ def _call_entry(site_key: str, args, kwargs, torch) -> dict | None:
             "kwargs": desc["kwargs"]["items"],
             "count": 0,
             "axes": [[[] for _ in t["shape"]] for t in tensors_of(whole)],
+            "shapes": [],
         }
     return calls[key]
 
