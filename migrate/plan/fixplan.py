@@ -254,6 +254,13 @@ def _where(span) -> str:
     return f"{span.display}:{span.line}"
 
 
+def _site_where(site) -> str:
+    """Where a producer or consumer is; a call of the repository's own wrapper says so."""
+    kind, _, wrapper = site.api.partition(" ")
+    through = f" (a call of the wrapper `{wrapper}`, MIG121)" if kind == "wrapper" else ""
+    return f"{_where(site.span)}{through}"
+
+
 def _stays(ctx: Context, findings: list[Finding]) -> bool:
     """No finding at a site, or one whose fix this run does not write: it stays TorchScript."""
     return not findings or not any(finding_key(f) in ctx.written for f in findings)
@@ -297,7 +304,7 @@ def loaders_move_with_their_writers(ctx: Context) -> dict[FindingKey, str]:
                 ]
                 if staying:
                     reason = (
-                        f"`{site.file_name}` is written by {_where(staying[0].span)}, which "
+                        f"`{site.file_name}` is written by {_site_where(staying[0])}, which "
                         "stays TorchScript in this run"
                     )
         else:
@@ -305,7 +312,7 @@ def loaders_move_with_their_writers(ctx: Context) -> dict[FindingKey, str]:
             staying = [c for c in consumers if _stays(ctx, _at(ctx, CONSUMER_RULES, *c.span.start))]
             if staying:
                 reason = (
-                    f"`{site.file_name}` is read by {_where(staying[0].span)}, which stays "
+                    f"`{site.file_name}` is read by {_site_where(staying[0])}, which stays "
                     "TorchScript in this run"
                 )
         if reason is None and site.file_name is not None:
