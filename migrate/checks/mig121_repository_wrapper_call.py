@@ -53,6 +53,8 @@ class RepositoryWrapperCall(PythonCheck):
             return bool(own) and bool(set(wrappers) - foreign - set(facts.get(CALLS, ())))
         words = {w.name for w in wrappers.values()}
         words |= {q.rsplit(".", 2)[-2] for q in wrappers if q.count(".") >= 1}
+        index = _Reexports(repo)  # names a wrapper is re-exported as (`import f as g`)
+        words |= {k.rpartition(".")[2] for k in index.table if index.resolve(k) in wrappers}
         pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(words))) + r")\b")
         return any(pattern.search(line) for line in remembered if line.startswith("from"))
 

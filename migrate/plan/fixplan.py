@@ -177,7 +177,7 @@ def _demote_broken_groups(plan: Plan, allowed: Collection[Applicability]) -> lis
 
 
 # Checks whose findings differ with the intent (the planner decides the rest).
-INTENT_CHECKS = ("MIG108", "MIG110", "MIG112", "MIG117")
+INTENT_CHECKS = ("MIG108", "MIG110", "MIG112", "MIG117", "MIG121")
 
 
 def intent_unlocks(scanner, findings: list[Finding]) -> dict[str, int]:
