@@ -40,23 +40,34 @@ class RepositoryWrapperCall(PythonCheck):
         remembered: set[str],
         module: Callable[[], str] = str,
     ) -> bool:
-        wrappers = _repo_wrappers(repo)
+        wrappers, index, words = self._repository(repo)
         if not wrappers:
             return False
         if facts is not None:
-            index = _Reexports(repo)
             own = set(facts.get(WRAPPERS, ()))
             foreign = {q for q, w in wrappers.items() if w.encode() not in own}
             if any(index.resolve(q) in foreign for q in facts.get(CALLS, ())):
                 return True
             # A file defining wrappers: its definitions are reported once callers are known.
             return bool(own) and bool(set(wrappers) - foreign - set(facts.get(CALLS, ())))
+        return any(words.search(line) for line in remembered if line.startswith("from"))
+
+    def _repository(self, repo: Mapping[str, frozenset[str]]):
+        """The repository's wrappers, re-export table and the words a file calling one of
+        them must spell in a `from` line: computed once per repository pass (rerun is asked
+        about every file)."""
+        cached = getattr(self, "_cached", None)
+        if cached is not None and cached[0] is repo:
+            return cached[1]
+        wrappers = _repo_wrappers(repo)
+        index = _Reexports(repo)
         words = {w.name for w in wrappers.values()}
         words |= {q.rsplit(".", 2)[-2] for q in wrappers if q.count(".") >= 1}
-        index = _Reexports(repo)  # names a wrapper is re-exported as (`import f as g`)
+        # The names a wrapper is re-exported as (`from .io import f as g`).
         words |= {k.rpartition(".")[2] for k in index.table if index.resolve(k) in wrappers}
         pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(words))) + r")\b")
-        return any(pattern.search(line) for line in remembered if line.startswith("from"))
+        self._cached = (repo, (wrappers, index, pattern))
+        return wrappers, index, pattern
 
     def on_end(self, ctx: PythonContext) -> None:
         local = find_wrappers(ctx)

@@ -85,6 +85,7 @@ _FIXED = {
     "tempfile.gettempdir": "$TMPDIR",
 }
 _PRECISE_FSTRING_PARTS = sys.version_info >= (3, 12)
+MEMORY = "<memory "  # the key of an in-memory archive starts so
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,8 @@ class Site:
 
     @property
     def file_name(self) -> str | None:
+        if self.key and self.key.startswith(MEMORY):
+            return self.key  # an io.BytesIO: no file, named by where it is made
         return posixpath.basename(self.key) if self.key else self.basename
 
     @property
@@ -258,7 +261,7 @@ def _memory_buffer(f: FileIndex, path: ast.expr) -> str | None:
         and not value.args
     ):
         span = owner.span(value)
-        return f"<memory {span.display}:{span.line}:{span.column}>"
+        return f"{MEMORY}{span.display}:{span.line}:{span.column}>"
     return None
 
 
