@@ -17,7 +17,9 @@ A part that only names a folder may stay symbolic (`{pkg.cfg.ROOT}/ranker.pt`,
 Limits: keys compare text after normalisation, so a relative path written two ways
 (`"a/../x.pt"` and `"x.pt"`) matches but `Path(__file__).parent / "x.pt"` and `"x.pt"`
 only match when the script sits at the root it is run from; calls through the repository's
-own wrappers (`def save(m, path): torch.jit.save(m, path)`) give key None at the wrapper.
+own wrappers (`def save(m, path): torch.jit.save(m, path)`) give key None at the wrapper;
+each call of such a wrapper is a site of its own, keyed by the path it passes
+(migrate.facts.wrappers).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from migrate.facts._repo import (
     self_name,
     unwrap_call,
 )
+from migrate.facts.wrappers import wrapper_sites
 from migrate.scan.pyscope import Scope, ScopeTable
 from migrate.scan.textsearch import WholeWords
 
@@ -82,6 +85,7 @@ _FIXED = {
     "tempfile.gettempdir": "$TMPDIR",
 }
 _PRECISE_FSTRING_PARTS = sys.version_info >= (3, 12)
+MEMORY = "<memory "  # the key of an in-memory archive starts so
 
 
 @dataclass(frozen=True)
@@ -110,6 +114,8 @@ class Site:
 
     @property
     def file_name(self) -> str | None:
+        if self.key and self.key.startswith(MEMORY):
+            return self.key  # an io.BytesIO: no file, named by where it is made
         return posixpath.basename(self.key) if self.key else self.basename
 
     @property
@@ -148,6 +154,7 @@ def find_sites(repo: Repo, torchscript_names: Collection[str] = ()) -> list[Site
             site = _site(repo, f, call)
             if site is not None:
                 sites.append(site)
+    sites += wrapper_sites(repo, _make)  # calls of the repository's own wrappers (MIG121)
     sites.sort(key=lambda s: s.span)
     shared: dict[Span, int] = {}
     for site in sites:
@@ -229,11 +236,33 @@ def _make(
 ) -> Site:
     if path is None:
         return Site(role, api, f.span(call), None, None)
+    memory = _memory_buffer(f, path)
+    if memory is not None:
+        return Site(role, api, f.span(call), f.span(path), memory)
     value = evaluate(repo, f, path, f.table.scope_for(path))
     key = normalise(value.text) if value is not None else None
     path_def = _extension_literal(value, key) if value is not None and key else None
     basename = None if key else _literal_file_name(repo, f, path)
     return Site(role, api, f.span(call), f.span(path), key, path_def, basename=basename)
+
+
+def _memory_buffer(f: FileIndex, path: ast.expr) -> str | None:
+    """`buffer` bound once to `io.BytesIO()` in the scope that reads it: an in-memory
+    archive, named by where that buffer is made (a save and a load of one buffer link)."""
+    if not isinstance(path, ast.Name):
+        return None
+    found = f.value_of(path)
+    if found is None:
+        return None
+    owner, value, _ = found
+    if (
+        isinstance(value, ast.Call)
+        and owner.qualname(value.func) == "io.BytesIO"
+        and not value.args
+    ):
+        span = owner.span(value)
+        return f"{MEMORY}{span.display}:{span.line}:{span.column}>"
+    return None
 
 
 def _literal_file_name(repo: Repo, f: FileIndex, path: ast.expr) -> str | None:

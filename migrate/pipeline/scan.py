@@ -24,6 +24,9 @@ from migrate.scan.engine import FileResult, Scanner, ScanOptions, _rare_collecti
 
 __all__ = ["PlannedScanner", "ScanOptions", "scan"]
 
+# What a wrapper's rewrite under an intent absorbs into its group (MIG121's round trip).
+_WRAPPER_BODY = ("MIG101", "MIG201", "MIG202")
+
 
 class PlannedScanner(Scanner):
     """A Scanner whose findings are planned for the whole repository (what every command
@@ -80,19 +83,30 @@ class PlannedScanner(Scanner):
             self._unplanned, self._unlinked = self._linked(self._unplanned), False
         unplanned = list(getattr(self, "_unplanned", []))
         codes = sorted(set(codes) & set(self.codes))
-        paths = sorted({f.path for f in unplanned if f.rule in codes})
-        if not paths:
+        by_path: dict[str, list[str]] = {}
+        for f in unplanned:
+            if f.rule in codes:
+                by_path[f.path] = codes
+        for f in unplanned:  # a wrapper's rewrite takes its body's findings (MIG121)
+            if f.rule == "MIG121" and f.path in by_path:
+                by_path[f.path] = sorted({*codes, *_WRAPPER_BODY} & set(self.codes))
+        if not by_path:
             return unplanned
-        other = Scanner(replace(self.options, intent=intent, select=codes, ignore=[]))
-        other.jobs, other.exports, other.repo_facts = self.jobs, self.exports, self.repo_facts
+        scanners: dict[tuple[str, ...], Scanner] = {}
         again: list[Finding] = []
-        for display in paths:
+        for display, selected in sorted(by_path.items()):
+            other = scanners.get(tuple(selected))
+            if other is None:
+                options = replace(self.options, intent=intent, select=selected, ignore=[])
+                other = scanners[tuple(selected)] = Scanner(options)
+                other.jobs, other.exports = self.jobs, self.exports
+                other.repo_facts = self.repo_facts
             try:
                 text = decode_source(self.jobs[display].read())
             except (OSError, Skipped, UnicodeDecodeError, SyntaxError, LookupError):
                 return unplanned
             again.extend(other.analyze(display, text))
-        kept = [f for f in unplanned if not (f.rule in codes and f.path in paths)]
+        kept = [f for f in unplanned if f.rule not in by_path.get(f.path, ())]
         return sorted([*kept, *again], key=lambda f: (f.path, f.line, f.column, f.rule))
 
     def facts(self, force: bool = False) -> object | None:

@@ -176,7 +176,7 @@ def _demote_broken_groups(plan: Plan, allowed: Collection[Applicability]) -> lis
 
 
 # Checks whose findings differ with the intent (the planner decides the rest).
-INTENT_CHECKS = ("MIG108", "MIG110", "MIG112", "MIG117")
+INTENT_CHECKS = ("MIG108", "MIG110", "MIG112", "MIG117", "MIG121")
 
 
 def intent_unlocks(scanner, findings: list[Finding]) -> dict[str, int]:
@@ -253,6 +253,13 @@ def _where(span) -> str:
     return f"{span.display}:{span.line}"
 
 
+def _site_where(site) -> str:
+    """Where a producer or consumer is; a call of the repository's own wrapper says so."""
+    kind, _, wrapper = site.api.partition(" ")
+    through = f" (a call of the wrapper `{wrapper}`, MIG121)" if kind == "wrapper" else ""
+    return f"{_where(site.span)}{through}"
+
+
 def _stays(ctx: Context, findings: list[Finding]) -> bool:
     """No finding at a site, or one whose fix this run does not write: it stays TorchScript."""
     return not findings or not any(finding_key(f) in ctx.written for f in findings)
@@ -293,7 +300,7 @@ def loaders_move_with_their_writers(ctx: Context) -> dict[FindingKey, str]:
                 ]
                 if staying:
                     reason = (
-                        f"`{site.file_name}` is written by {_where(staying[0].span)}, which "
+                        f"`{site.file_name}` is written by {_site_where(staying[0])}, which "
                         "stays TorchScript in this run"
                     )
         else:
@@ -301,7 +308,7 @@ def loaders_move_with_their_writers(ctx: Context) -> dict[FindingKey, str]:
             staying = [c for c in consumers if _stays(ctx, _at(ctx, CONSUMER_RULES, *c.span.start))]
             if staying:
                 reason = (
-                    f"`{site.file_name}` is read by {_where(staying[0].span)}, which stays "
+                    f"`{site.file_name}` is read by {_site_where(staying[0])}, which stays "
                     "TorchScript in this run"
                 )
         if reason is None and site.file_name is not None:

@@ -1,0 +1,400 @@
+"""The repository's own TorchScript wrappers (issue 27 item 7): a module-level function whose
+parameter flows into `torch.jit.script`/`trace`/`trace_module`, the object or path of
+`torch.jit.save`, the path of `torch.jit.load` (or a lite loader), or the path of `.save` on
+what it scripted. Each call of one is then a capture, a producer or a consumer, by the
+arguments it passes (`convert_to_torchscript(net)` captures, `convert_to_torchscript(net,
+"n.pt")` also writes `n.pt`).
+
+Shared by MIG121 (reports the call sites, through the repository pass: wrappers travel as
+`ctx.facts`) and by migrate.facts (the call sites join the artifact flow). One file's
+analysis only: no import of the facts.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from dataclasses import dataclass, field
+
+from migrate.checks.base import PythonContext
+
+CAPTURES = frozenset({"torch.jit.script", "torch.jit.trace", "torch.jit.trace_module"})
+SAVE = "torch.jit.save"
+LOADS = frozenset(
+    {
+        "torch.jit.load",
+        "torch.jit._load_for_lite_interpreter",
+        "torch.jit.mobile._load_for_lite_interpreter",
+    }
+)
+_VERBS = {
+    "torch.jit.script": "scripts",
+    "torch.jit.trace": "traces",
+    "torch.jit.trace_module": "traces",
+}
+_FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_TEST_PARTS = frozenset({"test", "tests", "testing"})
+
+
+@dataclass
+class Role:
+    """One thing a wrapper does with a parameter: the parameter, the API, the line."""
+
+    param: str
+    api: str
+    line: int
+
+    def as_dict(self) -> dict:
+        return {"param": self.param, "api": self.api, "line": self.line}
+
+
+@dataclass
+class Wrapper:
+    """A function of the repository that scripts, saves or loads what it is given.
+
+    params: its positional parameters in order; vararg: the `*args` name. capture: the
+    parameter it scripts or traces; saves: the parameter it saves as a TorchScript module
+    (`save_net_with_metadata(jit_obj, ...)`); producer/consumer: the path parameter it
+    writes/reads. returns: its result is the TorchScript module it made or loaded.
+    round_trip: the lines of a script + save + load through memory (a test helper)."""
+
+    qual: str
+    display: str
+    line: int
+    params: list[str] = field(default_factory=list)
+    vararg: str | None = None
+    capture: Role | None = None
+    saves: Role | None = None
+    producer: Role | None = None
+    consumer: Role | None = None
+    returns: bool = False
+    public: bool = True
+
+    @property
+    def name(self) -> str:
+        return self.qual.rpartition(".")[2]
+
+    def encode(self) -> str:
+        data = {
+            "qual": self.qual,
+            "display": self.display,
+            "line": self.line,
+            "params": self.params,
+            "vararg": self.vararg,
+            "returns": self.returns,
+            "public": self.public,
+        }
+        for role in ("capture", "saves", "producer", "consumer"):
+            value = getattr(self, role)
+            data[role] = value.as_dict() if value is not None else None
+        return json.dumps(data, sort_keys=True)
+
+    @classmethod
+    def decode(cls, text: str) -> Wrapper | None:
+        try:
+            data = json.loads(text)
+            roles = {
+                k: Role(**data[k]) if data.get(k) else None
+                for k in ("capture", "saves", "producer", "consumer")
+            }
+            return cls(
+                qual=data["qual"],
+                display=data["display"],
+                line=data["line"],
+                params=list(data["params"]),
+                vararg=data["vararg"],
+                returns=bool(data["returns"]),
+                public=bool(data["public"]),
+                **roles,
+            )
+        except (ValueError, KeyError, TypeError):
+            return None
+
+    def describe(self) -> str:
+        """What it does, with where: "scripts `model` (line 13) and saves it to
+        `filename_or_obj` (torch.jit.save, line 15)"."""
+        parts = []
+        if self.capture is not None:
+            verb = _VERBS.get(self.capture.api, "scripts")
+            parts.append(
+                f"{verb} `{self.capture.param}` ({self.capture.api}, line {self.capture.line})"
+            )
+        if self.saves is not None and self.producer is not None:
+            if self.saves.line == self.producer.line:
+                parts.append(
+                    f"saves `{self.saves.param}` as a TorchScript archive to "
+                    f"`{self.producer.param}` ({self.saves.api}, line {self.saves.line})"
+                )
+                return ", ".join([*parts, *self._consumer()])
+        if self.saves is not None:
+            parts.append(
+                f"saves `{self.saves.param}` as a TorchScript archive "
+                f"({self.saves.api}, line {self.saves.line})"
+            )
+        if self.producer is not None:
+            parts.append(
+                f"writes the archive to `{self.producer.param}` "
+                f"({self.producer.api}, line {self.producer.line})"
+            )
+        return ", ".join([*parts, *self._consumer()])
+
+    def _consumer(self) -> list[str]:
+        if self.consumer is None:
+            return []
+        return [
+            f"loads the archive at `{self.consumer.param}` "
+            f"({self.consumer.api}, line {self.consumer.line})"
+        ]
+
+    def bound(self, call: ast.Call) -> dict[str, ast.expr] | None:
+        """The call's arguments by parameter name (`*args` by the vararg name, as a tuple
+        expression when spelled out); None when a `*x`/`**x` argument hides the binding."""
+        out: dict[str, ast.expr] = {}
+        positional = list(call.args)
+        if any(isinstance(a, ast.Starred) for a in positional):
+            return None
+        if any(k.arg is None for k in call.keywords):
+            return None
+        for name, arg in zip(self.params, positional, strict=False):
+            out[name] = arg
+        extra = positional[len(self.params) :]
+        if extra and self.vararg is None:
+            return None
+        if self.vararg is not None:
+            out[self.vararg] = ast.Tuple(elts=extra, ctx=ast.Load())
+        for kw in call.keywords:
+            out[kw.arg] = kw.value  # type: ignore[index]
+        return out
+
+    def call_roles(self, call: ast.Call) -> list[str]:
+        """capture / producer / consumer: what this call of the wrapper is."""
+        args = self.bound(call)
+        given = set(args) if args is not None else set(self.params)
+
+        def passed(role: Role | None) -> bool:
+            if role is None:
+                return False
+            if args is None:
+                return True
+            value = args.get(role.param)
+            return value is not None and not (
+                isinstance(value, ast.Constant) and value.value is None
+            )
+
+        roles = []
+        if passed(self.capture) or (self.capture is not None and self.capture.param in given):
+            roles.append("capture")
+        if (self.saves is not None or self.capture is not None) and passed(self.producer):
+            roles.append("producer")
+        if passed(self.consumer):
+            roles.append("consumer")
+        return roles
+
+
+def is_public(module: str, display: str, name: str) -> bool:
+    """Part of what the repository gives its users: not private, not in a test folder."""
+    if name.startswith("_"):
+        return False
+    parts = set(module.split(".")) | set(display.replace("\\", "/").split("/")[:-1])
+    stem = display.replace("\\", "/").rsplit("/", 1)[-1]
+    return not (parts & _TEST_PARTS or stem.startswith(("test_", "conftest")))
+
+
+def find_wrappers(ctx: PythonContext) -> dict[str, Wrapper]:
+    """The wrappers a file defines at module level, by name."""
+    module = ctx.table.module
+    found: dict[str, Wrapper] = {}
+    for stmt in ctx.tree.body:
+        if isinstance(stmt, _FUNCS):
+            wrapper = _analyse(ctx, stmt, module)
+            if wrapper is not None:
+                found[stmt.name] = wrapper
+    return found
+
+
+def _analyse(ctx: PythonContext, func: ast.FunctionDef | ast.AsyncFunctionDef, module: str):
+    args = func.args
+    params = [a.arg for a in (*args.posonlyargs, *args.args)]
+    every = {*params, *(a.arg for a in args.kwonlyargs)}
+    if args.vararg is not None:
+        every.add(args.vararg.arg)
+    qual = f"{module}.{func.name}" if module else func.name
+    w = Wrapper(qual, ctx.path, func.lineno, params, args.vararg.arg if args.vararg else None)
+    w.params += [a.arg for a in args.kwonlyargs]  # keyword-only: bound by name only
+    w.public = is_public(module, ctx.path, func.name)
+    made: set[str] = set()  # local names bound to a TorchScript module made here
+    nodes = [n for n in ast.walk(func) if not (isinstance(n, _FUNCS) and n is not func)]
+    for node in sorted(
+        (n for n in nodes if isinstance(n, (ast.Assign, ast.Call, ast.Return))),
+        key=lambda n: (n.lineno, n.col_offset),
+    ):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            if _maker(ctx, node.value) and len(node.targets) == 1:
+                target = node.targets[0]
+                names = target.elts if isinstance(target, ast.Tuple) else [target]
+                made.update(n.id for n in names[:1] if isinstance(n, ast.Name))
+        elif isinstance(node, ast.Return) and node.value is not None:
+            value = node.value
+            first = value.elts[0] if isinstance(value, ast.Tuple) and value.elts else value
+            if (isinstance(first, ast.Name) and first.id in made) or (
+                isinstance(first, ast.Call) and _maker(ctx, first)
+            ):
+                w.returns = True
+        elif isinstance(node, ast.Call):
+            _call(ctx, node, w, every, made)
+    if w.capture is None and w.saves is None and w.producer is None and w.consumer is None:
+        return None
+    return w
+
+
+def _maker(ctx: PythonContext, call: ast.Call) -> bool:
+    qual = ctx.qualname(call.func)
+    return qual in CAPTURES or qual in LOADS
+
+
+def _param(expr: ast.expr | None, params: set[str]) -> str | None:
+    """The parameter an argument is (through `.eval()`-style calls)."""
+    while isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and not expr.args:
+        expr = expr.func.value
+    return expr.id if isinstance(expr, ast.Name) and expr.id in params else None
+
+
+def _arg(call: ast.Call, index: int, keyword: str) -> ast.expr | None:
+    for kw in call.keywords:
+        if kw.arg == keyword:
+            return kw.value
+    return call.args[index] if len(call.args) > index else None
+
+
+def _call(ctx: PythonContext, call: ast.Call, w: Wrapper, params: set[str], made: set[str]):
+    qual = ctx.qualname(call.func)
+    line = call.lineno
+    if qual in CAPTURES and w.capture is None:
+        name = _param(_arg(call, 0, "obj" if qual == "torch.jit.script" else "func"), params)
+        if qual == "torch.jit.trace_module":
+            name = _param(_arg(call, 0, "mod"), params)
+        if name is not None:
+            w.capture = Role(name, qual, line)
+    elif qual == SAVE:
+        obj, path = _param(_arg(call, 0, "m"), params), _param(_arg(call, 1, "f"), params)
+        if obj is not None and w.saves is None:
+            w.saves = Role(obj, qual, line)
+        if path is not None and w.producer is None:
+            w.producer = Role(path, qual, line)
+    elif qual in LOADS:
+        path = _param(_arg(call, 0, "f"), params)
+        if path is not None and w.consumer is None:
+            w.consumer = Role(path, qual, line)
+    elif isinstance(call.func, ast.Attribute) and call.func.attr == "save":
+        receiver = call.func.value
+        if isinstance(receiver, ast.Name) and receiver.id in made and w.producer is None:
+            path = _param(_arg(call, 0, "f"), params)
+            if path is not None:
+                w.producer = Role(path, "ScriptModule.save", line)
+
+
+@dataclass
+class RoundTrip:
+    """A test helper's body as export can run it: `s = torch.jit.script(net)`, then either
+    only calls of `s`, or `torch.jit.save(s, buffer)` / `l = torch.jit.load(buffer)` through
+    an `io.BytesIO()` and only calls (or a `return`) of `l`. `inputs` is the helper's
+    `*inputs`, the example export needs: every caller passes it."""
+
+    capture: ast.Call
+    save: ast.Call | None
+    load: ast.Call | None
+    inputs: str
+
+
+def round_trip(ctx: PythonContext, w: Wrapper) -> tuple[RoundTrip | None, str]:
+    """The helper's round trip, or None and why not."""
+    if w.public:
+        return None, "it is public API"
+    if w.vararg is None or w.capture is None or w.params[:1] != [w.capture.param]:
+        return None, "its callers' example inputs are not its `*inputs`"
+    if w.capture.api != "torch.jit.script":
+        return None, f"it captures with `{w.capture.api}`"
+    func = next(s for s in ctx.tree.body if isinstance(s, _FUNCS) and s.lineno == w.line)
+    stmts = [s for s in ast.walk(func) if isinstance(s, ast.stmt)]
+    calls = [n for n in ast.walk(func) if isinstance(n, ast.Call)]
+    loads: dict[str, list[ast.Name]] = {}
+    for node in ast.walk(func):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            loads.setdefault(node.id, []).append(node)
+    parents = {id(c): p for p in ast.walk(func) for c in ast.iter_child_nodes(p)}
+    by_api: dict[str, list[ast.Call]] = {}
+    for call in calls:
+        by_api.setdefault(ctx.qualname(call.func) or "", []).append(call)
+    if any(api.startswith("torch.jit.") and api not in (*CAPTURES, SAVE, *LOADS) for api in by_api):
+        return None, "it uses other TorchScript APIs"
+    captures = by_api.get("torch.jit.script", [])
+    saves, loaded = by_api.get(SAVE, []), [c for api in LOADS for c in by_api.get(api, [])]
+    if len(captures) != 1 or len(saves) > 1 or len(loaded) != len(saves):
+        return None, "it is not one script, save and load"
+    capture = captures[0]
+    scripted = _bound(parents, capture, stmts)
+    if scripted is None:
+        return None, "its scripted module is not bound to one name"
+    if not saves:
+        if all(_only_called(parents, n) for n in loads.get(scripted, [])):
+            return RoundTrip(capture, None, None, w.vararg), ""
+        return None, "its scripted module is used other than by calls"
+    save, load = saves[0], loaded[0]
+    buffer = _arg(save, 1, "f")
+    if not (
+        isinstance(_arg(save, 0, "m"), ast.Name)
+        and _arg(save, 0, "m").id == scripted  # type: ignore[union-attr]
+        and len(loads.get(scripted, [])) == 1
+        and isinstance(buffer, ast.Name)
+        and _memory_buffer(ctx, parents, buffer.id, stmts)
+        and isinstance(_arg(load, 0, "f"), ast.Name)
+        and _arg(load, 0, "f").id == buffer.id  # type: ignore[union-attr]
+        and len(load.args) + len(load.keywords) == 1
+    ):
+        return None, "it does not save and load one module through memory"
+    if isinstance(parents.get(id(load)), ast.Return):
+        return RoundTrip(capture, save, load, w.vararg), ""
+    result = _bound(parents, load, stmts)
+    if result is None or not all(
+        _only_called(parents, n) or isinstance(parents.get(id(n)), ast.Return)
+        for n in loads.get(result, [])
+    ):
+        return None, "its loaded module is used other than by calls"
+    return RoundTrip(capture, save, load, w.vararg), ""
+
+
+def _bound(parents: dict, call: ast.Call, stmts: list[ast.stmt]) -> str | None:
+    holder = parents.get(id(call))
+    if isinstance(holder, ast.Assign) and len(holder.targets) == 1:
+        target = holder.targets[0]
+        if isinstance(target, ast.Name):
+            name = target.id
+            binds = [
+                s
+                for s in stmts
+                if isinstance(s, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+                for t in (s.targets if isinstance(s, ast.Assign) else [s.target])
+                if isinstance(t, ast.Name) and t.id == name
+            ]
+            return name if len(binds) == 1 else None
+    return None
+
+
+def _only_called(parents: dict, name: ast.Name) -> bool:
+    holder = parents.get(id(name))
+    return isinstance(holder, ast.Call) and holder.func is name
+
+
+def _memory_buffer(ctx: PythonContext, parents: dict, name: str, stmts: list[ast.stmt]) -> bool:
+    """`name = io.BytesIO()`, bound once in the helper."""
+    for stmt in stmts:
+        if (
+            isinstance(stmt, ast.Assign)
+            and isinstance(stmt.value, ast.Call)
+            and ctx.qualname(stmt.value.func) == "io.BytesIO"
+            and not stmt.value.args
+        ):
+            target = stmt.targets[0]
+            if isinstance(target, ast.Name) and target.id == name:
+                return _bound(parents, stmt.value, stmts) == name
+    return False

@@ -1,0 +1,309 @@
+"""MIG121: calls of the repository's own TorchScript wrappers (issue 27 item 7).
+
+A wrapper (migrate.checks._repo_wrappers: a function whose parameter is scripted, traced,
+saved or loaded) makes each of its call sites a capture, producer or consumer, wherever it
+is called. Which functions are wrappers is a repository fact: each parsed file tells its
+wrappers, its re-exports and the functions it calls (`ctx.facts`); files that call a wrapper
+of another module are analysed again with the whole repository's wrappers. Files the
+prefilter skipped (a test module that never says `jit`) tell their `from ... import` lines.
+
+Each wrapper also gets one finding at its definition, the group's: the reason its callers
+stay TorchScript (public API, inputs unknown), said once there and named at each call.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import re
+from collections.abc import Callable, Mapping
+
+from migrate.checks._repo_wrappers import RoundTrip, Wrapper, find_wrappers, round_trip
+from migrate.checks.base import Edit, GroupFix, PythonCheck, PythonContext
+from migrate.findings import Applicability, Fix, FixKind
+
+WRAPPERS = "MIG121.wrappers"  # encoded Wrapper of every wrapper a parsed file defines
+REEXPORTS = "MIG121.reexports"  # module.name=qualname of the module-level imports
+CALLS = "MIG121.calls"  # qualnames of the repository functions a parsed file calls
+_ROLE_WORDS = {"capture": "a capture", "producer": "a producer", "consumer": "a consumer"}
+
+
+class RepositoryWrapperCall(PythonCheck):
+    code = "MIG121"
+    remember = r"[ \t]*(from[ \t]+[.\w]+[ \t]+import[ \t]+(?:\([^)]*\)|[^\n#;]+))"
+    remember_words = ("import",)
+
+    def rerun(
+        self,
+        repo: Mapping[str, frozenset[str]],
+        facts: Mapping[str, set[str]] | None,
+        remembered: set[str],
+        module: Callable[[], str] = str,
+    ) -> bool:
+        wrappers, index, words = self._repository(repo)
+        if not wrappers:
+            return False
+        if facts is not None:
+            own = set(facts.get(WRAPPERS, ()))
+            foreign = {q for q, w in wrappers.items() if w.encode() not in own}
+            if any(index.resolve(q) in foreign for q in facts.get(CALLS, ())):
+                return True
+            # A file defining wrappers: its definitions are reported once callers are known.
+            return bool(own) and bool(set(wrappers) - foreign - set(facts.get(CALLS, ())))
+        return any(words.search(line) for line in remembered if line.startswith("from"))
+
+    def _repository(self, repo: Mapping[str, frozenset[str]]):
+        """The repository's wrappers, re-export table and the words a file calling one of
+        them must spell in a `from` line: computed once per repository pass (rerun is asked
+        about every file)."""
+        cached = getattr(self, "_cached", None)
+        if cached is not None and cached[0] is repo:
+            return cached[1]
+        wrappers = _repo_wrappers(repo)
+        index = _Reexports(repo)
+        words = {w.name for w in wrappers.values()}
+        words |= {q.rsplit(".", 2)[-2] for q in wrappers if q.count(".") >= 1}
+        # The names a wrapper is re-exported as (`from .io import f as g`).
+        words |= {k.rpartition(".")[2] for k in index.table if index.resolve(k) in wrappers}
+        pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(words))) + r")\b")
+        self._cached = (repo, (wrappers, index, pattern))
+        return wrappers, index, pattern
+
+    def on_end(self, ctx: PythonContext) -> None:
+        local = find_wrappers(ctx)
+        module = ctx.table.module
+        if local:
+            ctx.facts[WRAPPERS] = {w.encode() for w in local.values()}
+        scope = ctx.table.module_scope
+        exports = {
+            f"{module}.{name}={ctx.table.canonical(qual)}"
+            for name, qual in scope.imports.items()
+            if module and not qual.startswith("torch")
+        }
+        if exports:
+            ctx.facts[REEXPORTS] = exports
+        wrappers = _repo_wrappers(ctx.repo_facts)
+        for w in local.values():
+            wrappers[w.qual] = w
+        index = _Reexports(ctx.repo_facts)
+        calls: set[str] = set()
+        sites: list[tuple[ast.Call, Wrapper]] = []
+        for node in ast.walk(ctx.tree):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            qual = ctx.qualname(func)
+            if qual is None and isinstance(func, ast.Name) and func.id in local:
+                if ctx.table.binding(func.id, ctx.table.scope_for(func)) is None:
+                    qual = local[func.id].qual
+            if qual is None or qual.startswith("torch"):
+                continue
+            calls.add(qual)
+            found = wrappers.get(index.resolve(qual))
+            if found is not None:
+                sites.append((node, found))
+        if calls:
+            ctx.facts[CALLS] = calls
+        called = {w.qual for _, w in sites} | _used_elsewhere(ctx.repo_facts, index)
+        for w in local.values():
+            self._definition(ctx, w, w.qual in called)
+        for call, w in sorted(sites, key=lambda s: (s[0].lineno, s[0].col_offset)):
+            self._call_site(ctx, call, w)
+
+    # ---- findings ---------------------------------------------------------------------
+    def _definition(self, ctx: PythonContext, w: Wrapper, called: bool) -> None:
+        """The group's finding, said once: only for a wrapper the repository calls or
+        imports (a function that scripts its parameter and is called nowhere is no
+        wrapper of anything), or for a helper this run rewrites."""
+        node = next(
+            s
+            for s in ctx.tree.body
+            if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef) and s.lineno == w.line
+        )
+        start = ctx.start(node)
+        end = ctx.text.index(node.name, start) + len(node.name)
+        head = (
+            f"`{w.name}` is a TorchScript wrapper: it {w.describe()}; each call is migrated with it"
+        )
+        intent = self.options.get("intent")
+        found, why = round_trip(ctx, w)
+        if found is not None and intent == "drop":
+            self._rewrite(ctx, w, node, found, start, end, head)
+            return
+        if not called:
+            return
+        ctx.add(
+            self.rule,
+            start,
+            end,
+            f"{head}. {hold_reason(w, intent, found is not None, why)}",
+            symbol=w.qual,
+            fix=FixKind.ASSISTED,
+            role="wrapper",
+            wrapper=w.qual,
+        )
+
+    def _rewrite(self, ctx, w, node, found: RoundTrip, start: int, end: int, head: str) -> None:
+        """The helper becomes an export round trip; its body findings join the group."""
+        export, imports = ctx.spell("torch.export.export")
+        module = "" if found.save is not None else ".module()"
+        target = ctx.source(found.capture.args[0]) if found.capture.args else w.params[0]
+        edits = [Edit(*ctx.span(found.capture), f"{export}({target}, {found.inputs}){module}")]
+        members: list[tuple[str, ast.AST]] = [(self.code, node), ("MIG101", found.capture)]
+        if found.save is not None and found.load is not None:
+            save, more = ctx.spell("torch.export.save")
+            load, again = ctx.spell("torch.export.load")
+            imports = (*imports, *more, *again)
+            buffer = ctx.source(
+                found.load.args[0] if found.load.args else found.load.keywords[0].value
+            )
+            edits.append(Edit(*ctx.span(found.save.func), save))
+            edits.append(Edit(*ctx.span(found.load), f"{load}({buffer}).module()"))
+            members += [("MIG201", found.save), ("MIG202", found.load)]
+        group = GroupFix(members)
+        how = (
+            f"under intent drop it exports instead (`torch.export.export(net, {found.inputs})`"
+            + (", `torch.export.save`/`load` through memory" if found.save else "")
+            + ", `.module()` called): its callers already pass the example inputs and follow "
+            "unchanged. Unsafe: the module it returns is specialised to those inputs' shapes, "
+            "and it now checks exportability, not scriptability"
+        )
+        ctx.add(
+            self.rule,
+            start,
+            end,
+            f"{head}; {how}",
+            symbol=w.qual,
+            edits=edits,
+            imports=tuple(dict.fromkeys(imports)),
+            applicability="unsafe",
+            group=group,
+            fix=FixKind.AUTO,
+            role="wrapper",
+            wrapper=w.qual,
+        )
+        keys = group.member_keys(ctx)
+        wanted = {(code, *ctx.index.position(ctx.start(n))) for code, n in members[1:]}
+        for i, f in enumerate(ctx.findings):
+            if (f.rule, f.line, f.column - 1) in wanted:
+                ctx.findings[i] = dataclasses.replace(
+                    f,
+                    fix=FixKind.AUTO,
+                    message=f"{f.message.split('; ')[0]}; rewritten with its wrapper "
+                    f"`{w.name}` (MIG121 at line {w.line}): an export round trip",
+                    autofix=Fix((), (), Applicability.UNSAFE, group.name, keys),
+                )
+
+    def _call_site(self, ctx: PythonContext, call: ast.Call, w: Wrapper) -> None:
+        roles = w.call_roles(call)
+        if not roles:
+            return
+        what = " and ".join(_ROLE_WORDS[r] for r in roles)
+        args = w.bound(call) or {}
+        path_role = w.producer if "producer" in roles else w.consumer
+        path = args.get(path_role.param) if path_role is not None else None
+        of = f" of `{ctx.source(path)}`" if path is not None and "capture" not in roles else ""
+        if path is not None and "capture" in roles:
+            of = f" (writes `{ctx.source(path)}`)"
+        ctx.report(
+            self.rule,
+            call,
+            f"`{w.name}(...)` calls the repository's TorchScript wrapper `{w.qual}` "
+            f"({w.display}:{w.line}), which {w.describe()}: this call is {what}{of}; it "
+            f"moves with the wrapper (see its finding at {w.display}:{w.line})",
+            symbol=w.qual,
+            fix=FixKind.ASSISTED,
+            role="+".join(roles),
+            wrapper=w.qual,
+        )
+
+
+def hold_reason(w: Wrapper, intent: str | None, rewritable: bool, why: str) -> str:
+    """Why the wrapper and its callers stay TorchScript, said once, at the wrapper."""
+    if intent == "keep-scriptable":
+        job = (
+            "produces TorchScript for the repository's users"
+            if w.public
+            else "checks scriptability"
+        )
+        return f"It stays: it {job} (intent keep-scriptable)"
+    if rewritable:
+        return (
+            "Not rewritten: it checks that modules script; under `--intent drop` it becomes an "
+            "export round trip (`torch.export.export(net, inputs)`, `.module()`) and its callers "
+            "follow unchanged"
+        )
+    if w.public:
+        return (
+            "Not rewritten: it is public API (users call it and get TorchScript back); give it "
+            "an export path (`torch.export.export(model, inputs)`, `torch.export.save` to a "
+            "`.pt2`) and deprecate this one, or keep it under `--intent keep-scriptable`"
+        )
+    return (
+        f"Not rewritten: {why}; rewrite it to export with example inputs "
+        "(`torch.export.export(model, inputs)`) and every caller follows"
+    )
+
+
+def _used_elsewhere(repo: Mapping[str, frozenset[str]], index: _Reexports) -> set[str]:
+    """What the other files call or import, resolved through the re-exports."""
+    found = {index.resolve(q) for q in repo.get(CALLS, ())}
+    return found | {index.resolve(q) for q in index.table.values()}
+
+
+def _repo_wrappers(repo: Mapping[str, frozenset[str]]) -> dict[str, Wrapper]:
+    out = {}
+    for text in repo.get(WRAPPERS, ()):
+        w = Wrapper.decode(text)
+        if w is not None:
+            out[w.qual] = w
+    return out
+
+
+class _Reexports:
+    """module.name -> what it stands for: parsed files' module-level imports, and the
+    `from` lines the prefilter's skipped files remembered."""
+
+    def __init__(self, repo: Mapping[str, frozenset[str]]) -> None:
+        self.table: dict[str, str] = {}
+        for item in repo.get(REEXPORTS, ()):
+            name, _, qual = item.partition("=")
+            self.table[name] = qual
+        for key, lines in repo.items():
+            if key.startswith("remembered:"):
+                module = key.split(":", 1)[1]
+                for line in lines:
+                    if line.startswith("from"):
+                        self._remembered(module, line)
+
+    def _remembered(self, module: str, line: str) -> None:
+        try:
+            node = ast.parse(" ".join(line.split())).body[0]
+        except (SyntaxError, ValueError, IndexError):
+            return
+        if not isinstance(node, ast.ImportFrom):
+            return
+        bases = [node.module or ""]
+        if node.level:  # a package's __init__ or a plain module: either may be meant
+            parts = module.split(".")
+            bases = []
+            for package in (parts, parts[:-1]):
+                cut = package[: len(package) - (node.level - 1)] if node.level > 1 else package
+                bases.append(".".join([*cut, node.module] if node.module else cut))
+        for alias in node.names:
+            for base in bases:
+                self.table.setdefault(
+                    f"{module}.{alias.asname or alias.name}", f"{base}.{alias.name}"
+                )
+
+    def resolve(self, qual: str) -> str:
+        for _ in range(8):
+            parts = qual.split(".")
+            for cut in range(len(parts), 0, -1):
+                head = ".".join(parts[:cut])
+                if head in self.table and self.table[head] != head:
+                    qual = ".".join([self.table[head], *parts[cut:]])
+                    break
+            else:
+                return qual
+        return qual
