@@ -25,6 +25,7 @@ FAMILIES = (
     ("MIG2", "Serialization: jit.save / jit.load to .pt2 / .pte"),
     ("MIG3", "CUDA 12.8 pins"),
     ("MIG4", "Serving code outside Python: C++, Android, iOS, build files"),
+    ("MIG5", "Documentation: code examples in Markdown and reStructuredText"),
     ("MIG9", "Advisory"),
 )
 
