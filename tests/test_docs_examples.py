@@ -83,7 +83,18 @@ def test_sarif_places_the_finding_in_the_document(tmp_path):
     assert run.code == 1, run.stderr
     results = json.loads(run.stdout)["runs"][0]["results"]
     regions = [
-        (r["ruleId"], r["locations"][0]["physicalLocation"]["region"]["startLine"])
-        for r in results
+        (r["ruleId"], r["locations"][0]["physicalLocation"]["region"]["startLine"]) for r in results
     ]
     assert regions == [("MIG501", 6), ("MIG501", 16)]
+
+
+def test_documents_go_through_the_checked_reader(tmp_path):
+    """A README that is a symlink out of the tree is skipped with a note, like a .py file."""
+    outside = tmp_path / "outside.md"
+    outside.write_text('```python\nx = torch.jit.load("m.pt")\n```\n', encoding="utf-8")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "README.md").symlink_to(outside)
+    run = run_cli(["scan", ".", "--no-cache", "--format", "json"], cwd=repo)
+    assert run.json()["findings"] == []
+    assert "README.md: symlink to" in run.stderr and "outside the tree; skipped" in run.stderr
