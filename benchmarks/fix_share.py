@@ -1,6 +1,7 @@
 """Share of findings fixed on the sample repositories, per migration intent.
 
     python benchmarks/fix_share.py [--baseline CHECKOUT] [REPO ...]
+    python benchmarks/fix_share.py --corpus PKG [PKG ...]   (e.g. torchvision timm transformers)
 
 For each sample repository under fixtures/repos/ (each safety case on its own): the findings
 `migrate scan` reports, and the fixes `migrate apply --dry-run` would write (safe only; with
@@ -9,6 +10,10 @@ The share is fixes / findings. `--baseline` runs another checkout of the tool (f
 `git worktree add /tmp/base 469f4b5`) on the same repositories, side by side; a checkout
 without `--intent` gets no intent columns. This counts what would be written, not whether
 the program still runs: the sample repositories' own tests check that (tests/test_*_repo.py).
+
+`--corpus` measures installed packages instead (the scan corpus of real code that
+benchmarks/real_scan_bench.py times): each package's Python sources are copied into a
+temporary tree of its own, the same copy as that benchmark's, and measured like a sample.
 """
 
 from __future__ import annotations
@@ -17,9 +22,14 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
+
+from real_scan_bench import copy_sources
 
 ROOT = Path(__file__).resolve().parents[1]
 REPOS = ROOT / "fixtures" / "repos"
@@ -81,26 +91,53 @@ def line(name: str, c: dict) -> str:
     return f"{name:<26} {c['findings']:>4}  {cells}"
 
 
+def corpus_trees(packages: list[str], base: Path) -> list[tuple[str, Path]]:
+    """One tree per installed package under `base` (real_scan_bench.copy_sources); packages
+    that are not installed are left out with a note."""
+    trees = []
+    for name in packages:
+        files, size = copy_sources([name], base / name)
+        if files:
+            print(f"{name}: {files:,} Python files, {size / 1e6:.1f} MB", file=sys.stderr)
+            trees.append((name, base / name / name))
+    return trees
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline", type=Path, help="another checkout of the tool")
+    parser.add_argument(
+        "--corpus", nargs="+", metavar="PKG", help="measure installed packages' sources instead"
+    )
     parser.add_argument("repos", nargs="*", help="names as printed (default: all)")
     args = parser.parse_args()
     sides = [("this", ROOT)] + ([("baseline", args.baseline)] if args.baseline else [])
     head = f"{'repository':<26} {'find':>4}  " + " ".join(f"{k:>8}" for k in RUNS)
     totals = {side: dict.fromkeys(["findings", *RUNS], 0) for side, _ in sides}
-    print(head)
-    for name, path in sample_repositories():
-        if args.repos and name not in args.repos:
+    scratch = Path(tempfile.mkdtemp(prefix="migrate-fix-share-")) if args.corpus else None
+    try:
+        targets = corpus_trees(args.corpus, scratch) if scratch else sample_repositories()
+        print(head)
+        _measure_all(targets, args.repos, sides, totals)
+    finally:
+        if scratch:
+            shutil.rmtree(scratch, ignore_errors=True)
+    for side, _ in sides:
+        print(line(f"TOTAL ({side})", totals[side]))
+
+
+def _measure_all(targets, wanted, sides, totals) -> None:
+    for name, path in targets:
+        if wanted and name not in wanted:
             continue
         for side, code in sides:
+            started = time.perf_counter()
             c = measure(code, path)
             for k, v in c.items():
                 t = totals[side]
                 t[k] = None if v is None or t[k] is None else t[k] + v
-            print(line(name if side == "this" else f"  ({side})", c), flush=True)
-    for side, _ in sides:
-        print(line(f"TOTAL ({side})", totals[side]))
+            took = f"  ({time.perf_counter() - started:.0f} s)"
+            print(line(name if side == "this" else f"  ({side})", c) + took, flush=True)
 
 
 if __name__ == "__main__":

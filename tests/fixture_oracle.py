@@ -44,8 +44,6 @@ TEXT_ONLY = {
     "MIG306/env_paths": "CUDA toolkit paths: the values change by design (12.8 -> 13.0)",
     "MIG143/from_pretrained_flag": "needs transformers and pretrained weights; neither is "
     "installed or downloadable here",
-    "MIG144/scriptable_flags": "needs timm, which is not installed here",
-    "MIG144/module_paths_and_lookalikes": "needs timm, which is not installed here",
 }
 
 #: Pairs whose after does not behave like the before: case -> {label: defect}. Mismatches of

@@ -371,8 +371,11 @@ class TextCheck(Check):
         raise NotImplementedError
 
 
-# `#` comments, and `//` / `/*` ones in C, C++, Java, Kotlin and Gradle files (MIG4xx).
-SUPPRESS_RE = re.compile(r"(?:#|//|/\*)\s*migrate:\s*ignore(?:\[(?P<codes>[A-Za-z0-9_,\s]*)\])?")
+# `#` comments, `//` / `/*` ones in C, C++, Java, Kotlin and Gradle files (MIG4xx), and
+# `<!--` / `..` ones in Markdown and reStructuredText (MIG501).
+SUPPRESS_RE = re.compile(
+    r"(?:#|//|/\*|<!--|^[ \t]*\.\.)\s*migrate:\s*ignore(?:\[(?P<codes>[A-Za-z0-9_,\s]*)\])?"
+)
 
 
 def is_suppressed(line_text: str, code: str) -> bool:
