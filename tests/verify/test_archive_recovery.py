@@ -143,6 +143,7 @@ def test_specialisation_refuses_a_declared_dynamic_dimension():
 # --------------------------------------------------------------------------- multi-method
 
 
+@pytest.mark.slow  # two methods exported and lowered: ~9 s CPU
 def test_multi_method_archive_gives_multi_method_pte(verify_row):
     result, report, out = verify_row("two_methods_scripted")
     assert result.exit_code == 0, result.output

@@ -37,11 +37,8 @@ def cells(report, **match):
 
 
 @pytest.mark.parametrize(("model", "kind"), CONVERTIBLE, ids=[f"{m}-{k}" for m, k in CONVERTIBLE])
-def test_archive_converts_and_matches(archives, verify_json, model, kind):
-    path, inputs = archives[(model, kind)]
-    code, report, result = verify_json(
-        path, "--inputs", inputs, "--samples", "2", "--device", "cpu"
-    )
+def test_archive_converts_and_matches(verified, model, kind):
+    code, report, result = verified(model, kind)  # shared with the tests that read one report
     assert code == 0, result.output
     assert report["verdict"] == "pass"
     assert [c["candidate"] for c in report["results"]] == ["exported", "pt2", "pte"]
