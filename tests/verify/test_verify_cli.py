@@ -36,7 +36,21 @@ def cells(report, **match):
 # --------------------------------------------------------------------------- passing models
 
 
-@pytest.mark.parametrize(("model", "kind"), CONVERTIBLE, ids=[f"{m}-{k}" for m, k in CONVERTIBLE])
+#: Verified by the default suite: a traced conv net, and the scripted dict output whose report
+#: test_dict_output_leaves_are_named reads anyway. The others cost 10-40 s of CPU each (the
+#: LSTM and the transformer most) and are marked slow.
+DEFAULT_ARCHIVES = {("convnet", "trace"), ("dict_output", "script")}
+
+
+@pytest.mark.parametrize(
+    ("model", "kind"),
+    [
+        pytest.param(
+            m, k, id=f"{m}-{k}", marks=() if (m, k) in DEFAULT_ARCHIVES else pytest.mark.slow
+        )
+        for m, k in CONVERTIBLE
+    ],
+)
 def test_archive_converts_and_matches(verified, model, kind):
     code, report, result = verified(model, kind)  # shared with the tests that read one report
     assert code == 0, result.output
