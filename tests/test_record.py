@@ -134,6 +134,7 @@ def test_exit_code_of_a_failing_suite_is_kept(recorded):
     assert data["runs"][-1]["exit_code"] == 1
 
 
+@pytest.mark.slow  # two torch processes, one of them recorded: ~7 s CPU
 def test_output_is_unchanged(tmp_path):
     folder = _project(tmp_path / "proj")
     (folder / "prog.py").write_text(
@@ -197,6 +198,7 @@ def test_schema_holds(recorded):
         jsonschema.validate(broken, schema)
 
 
+@pytest.mark.slow  # two recorded torch runs: ~8 s CPU
 def test_two_runs_merge(tmp_path):
     folder = _project(tmp_path / "proj")
     first = _record(folder, sys.executable, "child.py")

@@ -73,6 +73,7 @@ def test_dict_output_leaves_are_named(verified):
     assert pte["leaves"][0]["shape"] == [3, 4]
 
 
+@pytest.mark.slow  # the scripted transformer's whole recovery ladder: ~16 s CPU
 def test_scripted_transformer_recovers_by_recapture(verified):
     """The converter fails on its prim::If; freeze + re-capture converts it (issue 13)."""
     code, report, result = verified("transformer", "script")
@@ -208,6 +209,7 @@ def test_training_mode_target_reference_is_flagged(verify_json):
 # --------------------------------------------------------------------------- dynamic dims (--bench: test_bench.py)
 
 
+@pytest.mark.slow  # an export with dynamic dimensions and its lowering: ~9 s CPU
 def test_dynamic_dims_sizes_are_sampled_and_pass(archives, verify_json):
     path, inputs = archives[("convnet", "trace")]
     code, report, result = verify_json(
