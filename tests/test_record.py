@@ -87,6 +87,9 @@ def _env() -> dict[str, str]:
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     env.pop("PYTEST_ADDOPTS", None)
     env.pop("PYTEST_XDIST_WORKER", None)
+    # The project's pytest needs only xdist: each other installed plugin costs its
+    # controller and both workers a second or more.
+    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     return env
 
 
@@ -112,7 +115,18 @@ def _record(folder: Path, *command: str) -> subprocess.CompletedProcess:
     )
 
 
-PYTEST = (sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2")
+PYTEST = (
+    sys.executable,
+    "-m",
+    "pytest",
+    "-q",
+    "-p",
+    "no:cacheprovider",
+    "-p",
+    "xdist.plugin",
+    "-n",
+    "2",
+)
 
 
 @pytest.fixture(scope="module")
