@@ -1,4 +1,6 @@
-"""The suite's CPU time, printed at the end of every run (CI reads it from `.ci/run`'s log).
+"""The suite's CPU time, printed at the end of every run (CI reads it from `.ci/run`'s log),
+and the `slow` marker: tests marked slow run only with `--slow` (CI passes it) or when
+`-m` names markers itself.
 
 Most of the suite's CPU is spent in the `migrate` subprocesses the tests start, so each
 process counts itself and its waited-for children; under xdist each worker sends its figure
@@ -19,6 +21,23 @@ def cpu_seconds(children: bool = True) -> float:
     if children:
         usage.append(resource.getrusage(resource.RUSAGE_CHILDREN))
     return sum(u.ru_utime + u.ru_stime for u in usage)
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--slow",
+        action="store_true",
+        help="also run the tests marked slow: the full suite, as CI runs it (.ci/run)",
+    )
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--slow") or config.option.markexpr:
+        return
+    slow = [item for item in items if item.get_closest_marker("slow")]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if not item.get_closest_marker("slow")]
 
 
 def pytest_sessionfinish(session):

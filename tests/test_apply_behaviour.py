@@ -69,6 +69,7 @@ def start(root: Path, out: Path, flavour: str) -> subprocess.Popen:
 
 
 @pytest.mark.verify
+@pytest.mark.slow  # two processes that import torch and executorch, export and lower: ~35 s CPU
 def test_migrated_sample_computes_what_the_original_did(tmp_path):
     torch = pytest.importorskip("torch")
     pytest.importorskip("executorch.runtime")

@@ -655,7 +655,7 @@ def test_a_trial_past_the_timeout_counts_as_failing(tmp_path):
             from mylib.mode import describe
 
             if torch.jit.script(describe)() != "scripted":
-                time.sleep(30)
+                time.sleep(600)
             """,
     }
     root = make_sample(tmp_path / "repo", slow)
@@ -668,14 +668,17 @@ def test_a_trial_past_the_timeout_counts_as_failing(tmp_path):
         "--test",
         "python check.py",
         "--test-timeout",
-        "2",
+        # 50x a passing run here (Python, the stand-in torch, one call: 0.1 s), so that a
+        # trial that passes does not time out on a loaded machine; each one that hangs
+        # costs this long.
+        "5",
         "--test-report",
         str(report_path),
     )
     report = json.loads(report_path.read_text())
     assert units_of(report["reverted"]) == [("mylib/mode.py:MIG110",)]
     assert report["reverted"][0]["broke"] == [
-        {"test": "(timeout)", "failure": "the run timed out after 2 s"}
+        {"test": "(timeout)", "failure": "the run timed out after 5 s"}
     ]
     assert any(r["timed_out"] for r in report["runs"])
 

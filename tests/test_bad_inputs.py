@@ -114,6 +114,7 @@ def test_huge_and_deeply_nested_files(tmp_path):
     ]
 
 
+@pytest.mark.slow  # one scan of the 1,500-link chain costs ~14 s of CPU (the scan's own cost)
 def test_a_long_attribute_chain_is_analysed_and_its_file_keeps_its_findings(tmp_path):
     # 1,500 links: past Python's default recursion limit, within the scan's raised one. Every
     # step of a file's analysis (the fix planner's hints too) must run under that limit.

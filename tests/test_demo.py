@@ -73,6 +73,7 @@ def test_find_verify_target(tmp_path):
     assert find_verify_target(tmp_path) == "pkg.net:build_model"
 
 
+@pytest.mark.slow  # the demo's verify step exports and lowers the sample: ~25 s CPU
 def test_demo_on_the_bundled_sample(tmp_path):
     """The README's first command: the bundled sample, with verify when torch is installed."""
     if sample_dir() is None:

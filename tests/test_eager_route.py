@@ -264,6 +264,7 @@ def test_a_staying_script_holds_only_the_classes_it_can_compile(tmp_path):
 
 
 @pytest.mark.verify
+@pytest.mark.slow  # four applies and a torch process that exports and lowers: 6-23 s CPU each
 @pytest.mark.parametrize("name", ["service", "exporter"])
 def test_sample_repository_runs_the_same_after_apply(tmp_path, name):
     pytest.importorskip("torch")

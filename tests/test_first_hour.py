@@ -222,9 +222,10 @@ def test_the_suite_prints_its_cpu_time_with_xdist_workers(tmp_path):
     )
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tests.conftest"]
-        + ["-n", "2", "test_burn.py"],
+        + ["-p", "xdist.plugin", "-n", "2", "test_burn.py"],
         cwd=tmp_path,
-        env=clean_env(tmp_path, PYTHONPATH=str(ROOT)),
+        # Only xdist: every other installed plugin would cost each worker a second or more.
+        env=clean_env(tmp_path, PYTHONPATH=str(ROOT), PYTEST_DISABLE_PLUGIN_AUTOLOAD="1"),
         capture_output=True,
         text=True,
         timeout=600,

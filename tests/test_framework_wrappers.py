@@ -95,6 +95,7 @@ MODES = {"safe": [], "unsafe": ["--unsafe-fixes"]}
 
 
 @pytest.mark.verify
+@pytest.mark.slow  # two applies and a torch process running the sample: ~9 s CPU
 def test_lightning_sample_runs_the_same_after_apply(tmp_path):
     pytest.importorskip("torch")
     trees = {"original": tmp_path / "original"}

@@ -73,6 +73,7 @@ def _same_numbers(got: dict, expected: dict) -> None:
             )
 
 
+@pytest.mark.slow  # the sample's programs run before and after in torch processes: ~23 s CPU
 def test_drop_removes_every_torch_jit_line_and_keeps_the_numbers(tmp_path, before):
     assert len(jit_lines(SAMPLE)) == 12
     root = _migrated(tmp_path, "drop")
@@ -82,6 +83,7 @@ def test_drop_removes_every_torch_jit_line_and_keeps_the_numbers(tmp_path, befor
     assert tests.returncode == 0, tests.stdout + tests.stderr
 
 
+@pytest.mark.slow  # the sample's programs in torch processes, before and after: ~12 s CPU
 def test_keep_scriptable_changes_what_warns_and_stays_scriptable(tmp_path, before):
     root = _migrated(tmp_path, "keep-scriptable")
     left = jit_lines(root)

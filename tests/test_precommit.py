@@ -72,6 +72,7 @@ def test_hook_definitions_keep_torch_out():
     assert not [d for d in deps if d.split(">")[0].split("=")[0].strip() in ("torch", "executorch")]
 
 
+@pytest.mark.slow  # pre-commit builds the hook's environment with pip: ~20 s CPU, minutes
 def test_precommit_hooks_end_to_end(tmp_path):
     if not _pypi_reachable():
         if os.environ.get("CI"):

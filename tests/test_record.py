@@ -87,6 +87,9 @@ def _env() -> dict[str, str]:
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     env.pop("PYTEST_ADDOPTS", None)
     env.pop("PYTEST_XDIST_WORKER", None)
+    # The project's pytest needs only xdist: each other installed plugin costs its
+    # controller and both workers a second or more.
+    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     return env
 
 
@@ -112,7 +115,18 @@ def _record(folder: Path, *command: str) -> subprocess.CompletedProcess:
     )
 
 
-PYTEST = (sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2")
+PYTEST = (
+    sys.executable,
+    "-m",
+    "pytest",
+    "-q",
+    "-p",
+    "no:cacheprovider",
+    "-p",
+    "xdist.plugin",
+    "-n",
+    "2",
+)
 
 
 @pytest.fixture(scope="module")
@@ -134,6 +148,7 @@ def test_exit_code_of_a_failing_suite_is_kept(recorded):
     assert data["runs"][-1]["exit_code"] == 1
 
 
+@pytest.mark.slow  # two torch processes, one of them recorded: ~7 s CPU
 def test_output_is_unchanged(tmp_path):
     folder = _project(tmp_path / "proj")
     (folder / "prog.py").write_text(
@@ -198,6 +213,7 @@ def test_schema_holds(recorded):
         jsonschema.validate(broken, schema)
 
 
+@pytest.mark.slow  # two recorded torch runs: ~8 s CPU
 def test_two_runs_merge(tmp_path):
     folder = _project(tmp_path / "proj")
     first = _record(folder, sys.executable, "child.py")

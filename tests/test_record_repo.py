@@ -52,6 +52,7 @@ def _share(findings: list[dict]) -> float:
     return sum(f["fix"] == "auto" for f in findings) / len(findings)
 
 
+@pytest.mark.slow  # a recorded torch run of the sample's suite, then applies: ~54 s CPU
 def test_recorded_run_fixes_what_static_analysis_cannot(tmp_path):
     repo = tmp_path / "recorded"
     shutil.copytree(SAMPLE, repo)

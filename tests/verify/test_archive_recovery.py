@@ -75,7 +75,15 @@ ROW_SPECIALISED = {
 }
 
 
-@pytest.mark.parametrize("name", list(ROW_PATHS))
+@pytest.mark.parametrize(
+    "name",
+    # position_ids_traced's report is read by two more tests; each other row (a verify
+    # through the .pte: 3-5 s of CPU) is marked slow.
+    [
+        pytest.param(n, marks=() if n == "position_ids_traced" else pytest.mark.slow)
+        for n in ROW_PATHS
+    ],
+)
 def test_row_converts_and_verifies_through_pte(verify_row, name):
     result, report, out = verify_row(name)
     assert result.exit_code == 0, result.output
@@ -143,6 +151,7 @@ def test_specialisation_refuses_a_declared_dynamic_dimension():
 # --------------------------------------------------------------------------- multi-method
 
 
+@pytest.mark.slow  # two methods exported and lowered: ~9 s CPU
 def test_multi_method_archive_gives_multi_method_pte(verify_row):
     result, report, out = verify_row("two_methods_scripted")
     assert result.exit_code == 0, result.output

@@ -151,6 +151,7 @@ def test_bench_text_states_what_is_timed_threads_and_load(archives, invoke):
     assert "threads: torch.get_num_threads() = " in out and "ExecuTorch threadpool = " in out
 
 
+@pytest.mark.slow  # a second timed bench of the same archive: ~9 s CPU
 def test_bench_json_and_threads_option_is_honoured(archives, invoke, tmp_path, monkeypatch):
     (tmp_path / "threadprobe18.py").write_text(PROBE)
     monkeypatch.chdir(tmp_path)

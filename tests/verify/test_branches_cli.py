@@ -127,6 +127,7 @@ def _migrate(cwd: Path, *args: str) -> subprocess.CompletedProcess:
 # --------------------------------------------------------------------------- --branches
 
 
+@pytest.mark.slow  # a verify subprocess that imports torch and executorch and lowers: ~8 s CPU
 def test_both_sides_are_found_and_compared(tmp_path):
     """A scripted reference keeps the branch; the migrated torch.cond model is compared with it
     on a sample of each side, although the example takes the true side only."""
@@ -236,6 +237,7 @@ def test_module_without_data_dependent_branches_says_so(tmp_path):
     assert "agrees with the eager module on 3 samples" in result.stdout
 
 
+@pytest.mark.slow  # two verify subprocesses that import torch and executorch: ~8 s CPU
 def test_archive_uses_its_class_source_or_says_it_needs_it(tmp_path, monkeypatch):
     """A traced archive whose class imports is checked like a callable; one whose class was
     defined in a script cannot be, and the user is told why in one line."""

@@ -136,6 +136,7 @@ def test_recaptured_traced_conv_is_core_aten_and_lowers():
     recover.edge_once(ep)  # to_edge accepts it
 
 
+@pytest.mark.slow  # a convert subprocess that imports torch and executorch and lowers: ~24 s CPU
 def test_cli_verbose_prints_full_reasons_and_timings_per_stage(tmp_path):
     ts, example = rm.shape_loop()
     path = tmp_path / "loop.pt"

@@ -36,12 +36,23 @@ def cells(report, **match):
 # --------------------------------------------------------------------------- passing models
 
 
-@pytest.mark.parametrize(("model", "kind"), CONVERTIBLE, ids=[f"{m}-{k}" for m, k in CONVERTIBLE])
-def test_archive_converts_and_matches(archives, verify_json, model, kind):
-    path, inputs = archives[(model, kind)]
-    code, report, result = verify_json(
-        path, "--inputs", inputs, "--samples", "2", "--device", "cpu"
-    )
+#: Verified by the default suite: a traced conv net, and the scripted dict output whose report
+#: test_dict_output_leaves_are_named reads anyway. The others cost 10-40 s of CPU each (the
+#: LSTM and the transformer most) and are marked slow.
+DEFAULT_ARCHIVES = {("convnet", "trace"), ("dict_output", "script")}
+
+
+@pytest.mark.parametrize(
+    ("model", "kind"),
+    [
+        pytest.param(
+            m, k, id=f"{m}-{k}", marks=() if (m, k) in DEFAULT_ARCHIVES else pytest.mark.slow
+        )
+        for m, k in CONVERTIBLE
+    ],
+)
+def test_archive_converts_and_matches(verified, model, kind):
+    code, report, result = verified(model, kind)  # shared with the tests that read one report
     assert code == 0, result.output
     assert report["verdict"] == "pass"
     assert [c["candidate"] for c in report["results"]] == ["exported", "pt2", "pte"]
@@ -62,6 +73,7 @@ def test_dict_output_leaves_are_named(verified):
     assert pte["leaves"][0]["shape"] == [3, 4]
 
 
+@pytest.mark.slow  # the scripted transformer's whole recovery ladder: ~16 s CPU
 def test_scripted_transformer_recovers_by_recapture(verified):
     """The converter fails on its prim::If; freeze + re-capture converts it (issue 13)."""
     code, report, result = verified("transformer", "script")
@@ -197,6 +209,7 @@ def test_training_mode_target_reference_is_flagged(verify_json):
 # --------------------------------------------------------------------------- dynamic dims (--bench: test_bench.py)
 
 
+@pytest.mark.slow  # an export with dynamic dimensions and its lowering: ~9 s CPU
 def test_dynamic_dims_sizes_are_sampled_and_pass(archives, verify_json):
     path, inputs = archives[("convnet", "trace")]
     code, report, result = verify_json(
