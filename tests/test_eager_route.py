@@ -293,6 +293,7 @@ PYTEST = f"{sys.executable} -m pytest -q -p no:cacheprovider"
 
 
 @pytest.mark.verify
+@pytest.mark.slow  # apply --test runs the sample's suite twice, and its programs in torch: ~60 s CPU
 def test_service_sample_migrates_under_drop_and_stays_scriptable_under_keep(tmp_path):
     """Issue 27's "Done when" on the service sample: under `drop` with the sample's own tests
     as the gate, at least 6 of its 7 findings are fixed, no `torch.jit` line is left, and

@@ -168,6 +168,7 @@ def _numbers(root: Path, work: Path) -> dict:
 
 
 @torch_needed
+@pytest.mark.slow  # the sample's models exported and run before and after: ~40 s CPU
 def test_drop_rewrites_the_helper_once_and_keeps_numbers_and_tests(tmp_path):
     import torch
 
