@@ -71,6 +71,10 @@ class Fix:
     applicability: Applicability = Applicability.SAFE
     group: str | None = None
     members: tuple[str, ...] = ()
+    # (path, key) of the findings this one is fixed with: a call of the repository's own
+    # wrapper (MIG121) needs no edit and is fixed exactly when its wrapper's body is
+    # (plan.units joins it to their unit, in the wrapper's file).
+    rides: tuple[tuple[str, str], ...] = ()
 
 
 class FixKind(str, enum.Enum):

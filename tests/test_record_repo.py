@@ -42,8 +42,8 @@ def _run(folder: Path, *args: str, tool: bool = True) -> subprocess.CompletedPro
     return subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True)
 
 
-def _scan(folder: Path) -> list[dict]:
-    run = _run(folder, "scan", ".", "--format", "json", "--no-cache")
+def _scan(folder: Path, *args: str) -> list[dict]:
+    run = _run(folder, "scan", ".", "--format", "json", "--no-cache", *args)
     assert run.returncode in (0, 1), run.stderr
     return json.loads(run.stdout)["findings"]
 
@@ -60,6 +60,10 @@ def test_recorded_run_fixes_what_static_analysis_cannot(tmp_path):
     messages = " ".join(f["message"] for f in before)
     assert all(reason in messages for reason in REASONS), messages
     assert _share(before) == 0.0
+    # Without the sample's `exclude = ["tests"]`: its tests call runtime.py's functions, the
+    # repository's own wrappers (MIG121), 7 calls held with them.
+    whole = _scan(repo, "--isolated")
+    assert len(whole) == 21 and _share(whole) == 0.0
 
     record = _run(repo, "record", "--", *PYTEST.split())
     assert record.returncode == 0, record.stdout + record.stderr
@@ -81,11 +85,22 @@ def test_recorded_run_fixes_what_static_analysis_cannot(tmp_path):
         in (by_line[19])
     )
 
+    # Each wrapper's body is rewritten with the evidence: its calls are fixed with it, no edit.
+    whole = _scan(repo, "--isolated")
+    assert len(whole) == 21 and _share(whole) == 1.0, [
+        f["message"] for f in whole if f["fix"] != "auto"
+    ]
+    calls = [f for f in whole if f["rule"] == "MIG121"]
+    assert len(calls) == 7 and all("it is fixed with the wrapper" in f["message"] for f in calls)
+    dry = _run(repo, "apply", ".", "--isolated", "--unsafe-fixes", "--dry-run")
+    assert "Would fix 21 findings in 1 file." in dry.stdout, dry.stdout
+
     gate = f"{PYTEST} -k 'not {MOBILE}'"
     apply = _run(repo, "apply", ".", "--unsafe-fixes", "--test", gate)
     assert apply.returncode == 0, apply.stdout + apply.stderr
     assert "Fixed 14 findings in 1 file." in apply.stdout, apply.stdout
     assert "reverted" not in apply.stdout
+    assert _scan(repo, "--isolated") == []  # no wrapper left, so no call of one
     source = (repo / "recpkg" / "runtime.py").read_text()
     assert "torch.jit." not in source and "_save_for_lite_interpreter" not in source
     # Only called: the module the run saw becomes the eager module (no export, no inputs).

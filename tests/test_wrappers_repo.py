@@ -130,6 +130,14 @@ def test_keep_scriptable_and_no_intent_keep_the_helper(tmp_path):
             assert "It stays: it checks scriptability (intent keep-scriptable)" in helper["message"]
         else:
             assert "under `--intent drop` it becomes an export round trip" in helper["message"]
+        # Its calls stay with it: assisted, naming it.
+        calls = [f for f in _scan(root, *extra) if f["message"].startswith(f"`{HELPER}(...)`")]
+        assert len(calls) == 4
+        for f in calls:
+            assert f["fix"] == "assisted" and f["applicability"] is None
+            assert f["message"].endswith(
+                "it moves with the wrapper (see its finding at tests/helpers.py:6)"
+            )
 
 
 torch_needed = pytest.mark.skipif(
@@ -175,9 +183,23 @@ def test_drop_rewrites_the_helper_once_and_keeps_numbers_and_tests(tmp_path):
     before = _numbers(SAMPLE, tmp_path / "before")
     root = tmp_path / "drop"
     shutil.copytree(SAMPLE, root, ignore=shutil.ignore_patterns("__pycache__"))
+    # The helper's 4 calls need no edit: fixed with it (auto, unsafe as its fix), counted.
+    calls = [
+        f for f in _scan(root, "--intent", "drop") if f["message"].startswith(f"`{HELPER}(...)`")
+    ]
+    assert [(f["path"], f["fix"], f["applicability"]) for f in calls] == [
+        ("tests/test_nets.py", "auto", "unsafe")
+    ] * 4
+    assert all(
+        "it is fixed with the wrapper, whose body is rewritten" in f["message"] for f in calls
+    )
     args = ["apply", ".", "--intent", "drop", "--unsafe-fixes", "--allow-dirty", "--no-cache"]
     run = run_cli(args, cwd=root)
     assert run.code in (0, 1), run.stderr
+    # The helper's group (its MIG121, MIG101, MIG201, MIG202) and its 4 calls, in one file.
+    assert "Fixed 8 findings in 1 file." in run.stdout, run.stdout
+    left = _scan(root, "--intent", "drop")
+    assert not [f for f in left if f["path"] in ("tests/helpers.py", "tests/test_nets.py")]
     changed = sorted(
         p.relative_to(root).as_posix()
         for p in root.rglob("*.py")

@@ -69,6 +69,7 @@ class Wrapper:
     consumer: Role | None = None
     returns: bool = False
     public: bool = True
+    end: int = 0  # the definition's last line (its body: line..end)
 
     @property
     def name(self) -> str:
@@ -83,6 +84,7 @@ class Wrapper:
             "vararg": self.vararg,
             "returns": self.returns,
             "public": self.public,
+            "end": self.end,
         }
         for role in ("capture", "saves", "producer", "consumer"):
             value = getattr(self, role)
@@ -105,6 +107,7 @@ class Wrapper:
                 vararg=data["vararg"],
                 returns=bool(data["returns"]),
                 public=bool(data["public"]),
+                end=int(data.get("end") or data["line"]),
                 **roles,
             )
         except (ValueError, KeyError, TypeError):
@@ -222,6 +225,7 @@ def _analyse(ctx: PythonContext, func: ast.FunctionDef | ast.AsyncFunctionDef, m
     w = Wrapper(qual, ctx.path, func.lineno, params, args.vararg.arg if args.vararg else None)
     w.params += [a.arg for a in args.kwonlyargs]  # keyword-only: bound by name only
     w.public = is_public(module, ctx.path, func.name)
+    w.end = func.end_lineno or func.lineno
     made: set[str] = set()  # local names bound to a TorchScript module made here
     nodes = [n for n in ast.walk(func) if not (isinstance(n, _FUNCS) and n is not func)]
     for node in sorted(

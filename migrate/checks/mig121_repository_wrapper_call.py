@@ -215,6 +215,9 @@ class RepositoryWrapperCall(PythonCheck):
             fix=FixKind.ASSISTED,
             role="+".join(roles),
             wrapper=w.qual,
+            # The wrapper's body (plan.fixplan.join_wrapper_calls: fixed with it).
+            wrapper_file=w.display,
+            body=f"{w.line}-{w.end or w.line}",
         )
 
 

@@ -485,9 +485,8 @@ class Gate:
                         f"--test: {display} lies outside {self.root}, the folder copied for the "
                         "test runs; migrate one repository at a time"
                     ) from None
-                mine = [
-                    i for i, u in enumerate(units) if any(f.path == display for f in u.findings)
-                ]
+                # A unit's edits are in one file (a wrapper call riding on it is elsewhere).
+                mine = [i for i, u in enumerate(units) if u.path == display]
                 files.append(FileState(display, path, copy / rel, decoded, mine))
             self._copy = copy
             self._reports = tmp / "reports"
@@ -616,7 +615,7 @@ class Gate:
         self._passing, self._failing = self._baseline(report)
         report.baseline_failing = sorted(self._failing)
         kept = list(range(n))
-        path_of = {i: units[i].findings[0].path for i in kept}
+        path_of = {i: units[i].path for i in kept}
         phase = "trial (all fixes)"
         # Each round reverts one unit or marks a test flaky; both are finite.
         for _ in range(2 * n + len(self._passing) + 2):

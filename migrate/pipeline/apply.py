@@ -65,10 +65,14 @@ class ApplyResult:
     def remaining(self) -> list[Finding]:
         fixed_paths = {f.path for f in self.fixes if f.error is None}
         left = [r for f in self.fixes if f.error is None for r in f.remaining]
+        # A wrapper call fixed with its wrapper (in the wrapper's file) is not left in its own.
+        done = {(a.path, a.key) for a in self.applied}
         left += [
             f
             for f in self.scan.findings
-            if f.path not in fixed_paths and f.path not in self.links_to_scanned
+            if f.path not in fixed_paths
+            and f.path not in self.links_to_scanned
+            and (f.path, f.key) not in done
         ]
         return sorted(left, key=lambda f: (f.path, f.line, f.column, f.rule))
 
@@ -191,7 +195,7 @@ def _run_apply(
     by_path: dict[str, list[Finding]] = {}
     for f in plan.findings:
         by_path.setdefault(f.path, []).append(f)
-    todo = sorted({f.path for u in units for f in u.findings})
+    todo = sorted({u.path for u in units})
     todo = _leave_symlinks(todo, scanner, result)
     todo = [d for d in todo if not _refused_outside(trees, d, result)]
     if not dry_run and not allow_dirty and todo:
@@ -234,7 +238,22 @@ def _run_apply(
             continue
         if fix.changed and not dry_run:
             _write(result, trees, display, path, decoded, fix)
+    _count_riders(result, units)
     return result
+
+
+def _count_riders(result: ApplyResult, units: list) -> None:
+    """A wrapper call in another file rides on its wrapper's unit (plan.units): fixed, and
+    counted in the wrapper's file, when every finding it rides on was written there."""
+    fixes = {f.path: f for f in result.fixes if f.error is None and f.changed}
+    for unit in units:
+        riders = [f for f in unit.findings if f.path != unit.path]
+        fix = fixes.get(unit.path)
+        if not riders or fix is None:
+            continue
+        applied = {(a.path, a.key) for a in fix.applied}
+        if all(tuple(k) in applied for r in riders for k in r.autofix.rides):
+            fix.applied.extend(r for r in riders if (r.path, r.key) not in applied)
 
 
 # Why a file is skipped whose text is not the one its fixes were computed on.
@@ -329,7 +348,7 @@ def _apply_gated(
             continue
         raw, decoded = read
         read_digests[display] = digest(raw)
-        mine = [u for u in units if {f.path for f in u.findings} == {display}]
+        mine = [u for u in units if u.path == display]
         # Units whose edits overlap an earlier one wait for a later run, as in fix_source.
         taken = {id(f) for f in take_units(mine)[0]}
         mine = [u for u in mine if all(id(f) in taken for f in u.findings)]
@@ -347,7 +366,7 @@ def _apply_gated(
         tests = ", ".join(sorted(r.tests))
         result.held.extend(Held(f, f"reverted: it broke {tests}") for f in gated[r.unit].findings)
     for display, (path, decoded) in sources.items():
-        mine = [u for u in gated if id(u) in kept and u.findings[0].path == display]
+        mine = [u for u in gated if id(u) in kept and u.path == display]
         applied = [f for u in mine for f in u.findings]
         fixed = apply_units(display, decoded.text, mine, decoded.newline)
         done = {id(f) for f in applied}

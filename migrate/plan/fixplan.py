@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 
-from migrate.findings import Applicability, Finding, FixKind
+from migrate.findings import Applicability, Finding, Fix, FixKind
 from migrate.plan.units import fix_units
 
 FindingKey = tuple[str, str]  # (path, RULE@line:column)
@@ -128,7 +128,9 @@ def plan_fixes(
     intent: str | None = None,
 ) -> Plan:
     rules = list(rules if rules is not None else PLANNING_RULES)
-    plan = Plan(list(findings))
+    # A wrapper call joined to its wrapper's fix by an earlier plan (the scan's, for every
+    # fix) is judged again for this run's fixes.
+    plan = Plan([_unjoined(f) for f in findings])
     for _ in range(20):
         ctx = Context(
             plan.findings,
@@ -151,6 +153,7 @@ def plan_fixes(
             for f in plan.findings
         ]
     plan.findings = _demote_broken_groups(plan, allowed)
+    plan.findings = join_wrapper_calls(plan.findings, allowed)
     return plan
 
 
@@ -173,6 +176,70 @@ def _demote_broken_groups(plan: Plan, allowed: Collection[Applicability]) -> lis
         demote(f, group_holds[finding_key(f)]) if finding_key(f) in group_holds else f
         for f in plan.findings
     ]
+
+
+_TORCHSCRIPT = ("MIG1", "MIG2")
+
+
+def join_wrapper_calls(
+    findings: list[Finding], allowed: Collection[Applicability]
+) -> list[Finding]:
+    """MIG121: a call of the repository's own wrapper needs no edit: it is fixed with the
+    wrapper's body, in the wrapper's file. When every TorchScript finding in that body is
+    written in this run, the call becomes auto (safe, or unsafe when one of them is), riding
+    on them (plan.units: written, counted and reverted with them); else it stays assisted,
+    naming the wrapper (its own message)."""
+    calls = [
+        f
+        for f in findings
+        if f.rule == "MIG121" and f.get("role") not in (None, "wrapper") and f.get("body")
+    ]
+    if not calls:
+        return findings
+    written = written_keys(findings, allowed)
+    by_file: dict[str, list[Finding]] = {}
+    for f in findings:
+        by_file.setdefault(f.path, []).append(f)
+    joined: dict[int, Finding] = {}
+    for call in calls:
+        path = call.get("wrapper_file")
+        start, _, end = str(call.get("body")).partition("-")
+        body = [
+            b
+            for b in by_file.get(path, ())
+            if int(start) <= b.line <= int(end)
+            and b.rule[:4] in _TORCHSCRIPT
+            and not (b.rule == "MIG121" and b.get("role") != "wrapper")
+        ]
+        if not body or any(finding_key(b) not in written for b in body):
+            continue
+        unsafe = any(b.applicability is Applicability.UNSAFE for b in body)
+        head = call.message.split("; it moves with the wrapper", 1)[0]
+        rules = ", ".join(f"{b.rule} at line {b.line}" for b in body[:3])
+        more = f" and {len(body) - 3} more" if len(body) > 3 else ""
+        joined[id(call)] = dataclasses.replace(
+            call,
+            fix=FixKind.AUTO,
+            message=f"{head}; it needs no edit: it is fixed with the wrapper, whose body is "
+            f"rewritten in this run ({rules}{more} in {path})",
+            data=(*call.data, ("unjoined", call.message)),
+            autofix=Fix(
+                (),
+                (),
+                Applicability.UNSAFE if unsafe else Applicability.SAFE,
+                rides=tuple(finding_key(b) for b in body),
+            ),
+        )
+    return [joined.get(id(f), f) for f in findings]
+
+
+def _unjoined(f: Finding) -> Finding:
+    if f.autofix is None or not f.autofix.rides:
+        return f
+    data = tuple((k, v) for k, v in f.data if k != "unjoined")
+    return dataclasses.replace(
+        f, fix=FixKind.ASSISTED, autofix=None, message=f.get("unjoined", f.message), data=data
+    )
 
 
 # Checks whose findings differ with the intent (the planner decides the rest).

@@ -3,6 +3,10 @@
 A group (a capture, its saves, its lowering) is written whole or not at all: a group missing
 a member, or holding one this run may not write, is held back whole (ruff's isolation
 groups). The planner asks this to know which fixes a run will write; the fixer writes units.
+
+A fix that `rides` on others (a call of the repository's own wrapper, MIG121: no edit of its
+own) joins the unit of the findings it names, in their file: it is written, counted and
+reverted with them, and held when any of them is. A unit's `path` is its edits' file.
 """
 
 from __future__ import annotations
@@ -42,6 +46,11 @@ class _Unit:
         f = self.findings[0]
         return (f.line, f.column, f.rule)
 
+    @property
+    def path(self) -> str:
+        """The file its edits change (riders, in other files, come after its own findings)."""
+        return self.findings[0].path
+
 
 def fix_units(
     findings: Iterable[Finding], allowed: Collection[Applicability] = WRITABLE
@@ -53,9 +62,13 @@ def fix_units(
     held: list[Held] = []
     present: set[tuple[str, str]] = set()  # findings with a fix to write
     reported: set[tuple[str, str]] = set()  # every finding, its fix held back or not
+    riders: list[Finding] = []
     for f in findings:
         reported.add((f.path, f.key))
         if f.autofix is None:
+            continue
+        if f.autofix.rides:
+            riders.append(f)
             continue
         present.add((f.path, f.key))
         if f.autofix.group is not None:
@@ -71,7 +84,52 @@ def fix_units(
             continue
         edits = sorted({e for m in members for e in m.autofix.edits})  # type: ignore[union-attr]
         singles.append(_Unit(members, edits))
+    if riders:
+        return _join_riders(singles, riders, held, allowed)
     return singles, held
+
+
+def _join_riders(
+    units: list[_Unit], riders: list[Finding], held: list[Held], allowed: Collection[Applicability]
+) -> tuple[list[_Unit], list[Held]]:
+    """Each rider joins the units of the findings it rides on (merged into one: they are
+    written and reverted together); one whose findings are not all written is held."""
+    where = {(f.path, f.key): i for i, u in enumerate(units) for f in u.findings}
+    reasons = {(h.finding.path, h.finding.key): h.reason for h in held}
+    parent = list(range(len(units)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    joined: list[tuple[Finding, int]] = []
+    for r in riders:
+        rides = r.autofix.rides  # type: ignore[union-attr]
+        found = [where.get(tuple(k)) for k in rides]  # type: ignore[arg-type]
+        missing = [tuple(k) for k, i in zip(rides, found, strict=True) if i is None]
+        if missing or r.autofix.applicability not in allowed:  # type: ignore[union-attr]
+            path, key = missing[0] if missing else rides[0]
+            why = reasons.get((path, key), "it is not written in this run")
+            where_ = key.replace("@", " at line ", 1).split(":")[0]
+            held.append(Held(r, f"its wrapper's fix ({where_} in {path}) is held: {why}"))
+            continue
+        first = root(found[0])  # type: ignore[arg-type]
+        for i in found[1:]:
+            parent[root(i)] = first  # type: ignore[arg-type]
+        joined.append((r, found[0]))  # type: ignore[arg-type]
+    merged: dict[int, _Unit] = {}
+    for i, u in enumerate(units):
+        into = merged.get(root(i))
+        if into is None:
+            merged[root(i)] = _Unit(list(u.findings), list(u.edits))
+        else:
+            into.findings.extend(u.findings)
+            into.edits = sorted({*into.edits, *u.edits})
+    for r, i in joined:
+        merged[root(i)].findings.append(r)
+    return list(merged.values()), held
 
 
 def _not_allowed(f: Finding) -> str:
