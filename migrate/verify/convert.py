@@ -68,6 +68,7 @@ class Attempt:
     step: str
     reason: str
     error: str
+    why: str = ""  # why the ladder chose this step (the error class that led to it)
 
     def __iter__(self) -> Any:  # ``for step, reason in attempts``
         yield self.step
@@ -80,18 +81,33 @@ class Attempt:
 _CAUSE = re.compile(r"\s*([A-Za-z_][\w.]*(?:Error|Exception|Violation\w*)): ")
 
 
-def attempt(step: str, exc: BaseException, prefix: str = "") -> Attempt:
+def attempt(step: str, exc: BaseException, prefix: str = "", why: str = "") -> Attempt:
     """The attempt ``exc`` ended, with the whole text of the error (never cut)."""
     text = str(exc).strip()
     error = type(exc).__name__
     if isinstance(exc, VerifyError) and exc.__cause__ is not None:
-        return attempt(step, exc.__cause__, prefix)
+        return attempt(step, exc.__cause__, prefix, why)
     if text.startswith("The following operation failed in the TorchScript interpreter"):
         causes = [m.group(1) for m in map(_CAUSE.match, text.splitlines()) if m]
         if causes:
             error = causes[-1].rsplit(".", 1)[-1]
     reason = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-    return Attempt(step, prefix + reason, error)
+    return Attempt(step, prefix + reason, error, why)
+
+
+#: The converter's own parameter listing disagrees with the graph's inputs (scripted ViT/DeiT).
+PARAM_COUNT = "parameter-count assert"
+#: A size read from a tensor became an unbacked symbol that a later pass guards on.
+UNBACKED = "unbacked symbol"
+
+
+def error_class(reason: str) -> str | None:
+    """The class of failure that picks the ladder's next rung (None: no dedicated rung)."""
+    if "param_count_list.size()" in reason:
+        return PARAM_COUNT
+    if "GuardOnDataDependentSymNode" in reason or "data-dependent expression" in reason:
+        return UNBACKED
+    return None
 
 
 @dataclass
@@ -135,7 +151,8 @@ def convert_archive(
             first = exc
             tried.append(attempt("converter", exc))
             ep = None
-            if not archive.training:
+            # freeze keeps the parameters the converter lists: the same assert again.
+            if not archive.training and error_class(tried[-1].reason) != PARAM_COUNT:
                 try:
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore")
