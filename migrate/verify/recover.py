@@ -473,6 +473,16 @@ def input_assumptions(ts: Any, method: str, example: tuple[Any, ...], dynamic: s
 
 # --------------------------------------------------------------------------- ladder
 
+
+def _defaulted(ts: Any, method: str, example: tuple[Any, ...]) -> list[str]:
+    """The method's arguments past the example's, each taking its default."""
+    try:
+        args = getattr(ts, method).schema.arguments[1 + len(example) :]
+    except Exception:  # pragma: no cover - exotic archives
+        return []
+    return [a.name for a in args]
+
+
 Check = Callable[[Any], str | None]  # None: matches the archive on every sample
 LowerOnce = Callable[[Any], bytes]
 
@@ -652,7 +662,15 @@ def run_ladder(
                 return finish(rec2)
         # 3: freeze + re-capture through the dispatcher.
         params = any(conv.error_class(a.reason) == conv.PARAM_COUNT for a in attempts)
-        why3 = WHY_PARAMS if params else ""
+        defaulted = _defaulted(ts, method, example)
+        why3 = ""
+        if params:
+            why3 = WHY_PARAMS + (
+                f" ({method} declares {', '.join(defaulted)} beyond the example's inputs, "
+                "which the converter counts)"
+                if defaulted
+                else ""
+            )
         with _timed(timings, RECAPTURE):
             frozen = _try(
                 RECAPTURE,
@@ -681,6 +699,8 @@ def run_ladder(
             fixed = input_assumptions(ts, method, example, dynamic)
             if fixed:
                 flow.append("inputs fixed to the example's: " + ", ".join(fixed))
+            if defaulted:
+                flow.append(f"{', '.join(defaulted)} left at their defaults")
             if getattr(ts, "training", False):
                 flow.append("captured in eval mode (the archive is in training mode)")
             rec3 = Recovery(method, ep3, RECAPTURE, specialised=flow, vary_scalars=True, why=why3)
@@ -700,6 +720,8 @@ def run_ladder(
             if ep3 is not None:
                 fixed = input_assumptions(ts, method, example, set())
                 notes = ["inputs fixed to the example's: " + ", ".join(fixed)] if fixed else []
+                if defaulted:
+                    notes.append(f"{', '.join(defaulted)} left at their defaults")
                 rec3 = Recovery(
                     method, ep3, RECAPTURE_BUFFERS, specialised=notes, vary_scalars=True,
                     why=WHY_BUFFERS,
