@@ -81,6 +81,7 @@ def _tv(name: str, **kw: Any) -> Callable[[int], Any]:
 
 def _hf(kind: str) -> Callable[[int], Any]:
     def build(size: int) -> Any:
+        _torchvision_ops()  # transformers imports torchvision too (BertModel fails without)
         import transformers as tf
 
         if kind == "bert":

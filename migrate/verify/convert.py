@@ -48,6 +48,9 @@ class Archive:
             data = buf.getvalue()
         self.data = data
         self.training = bool(getattr(ts, "training", False))
+        # Freezing helps the converter with branches and loops (it folds the attributes
+        # that decide them); a graph without them (any trace) fails the same way frozen.
+        self.control_flow = True if ts is None else _has_control_flow(ts)
         self.loads = 0  # how many fresh copies were handed out
         self.load_s = 0.0  # seconds those loads took
 
@@ -59,6 +62,14 @@ class Archive:
         self.loads += 1
         self.load_s += time.perf_counter() - start
         return ts
+
+
+def _has_control_flow(ts: Any) -> bool:
+    try:
+        graph = ts.forward.inlined_graph
+    except Exception:  # no forward, or an exotic archive: assume it has some
+        return True
+    return any(graph.findAllNodes(kind, True) for kind in ("prim::If", "prim::Loop"))
 
 
 @dataclass(frozen=True)
@@ -133,7 +144,8 @@ def convert_archive(
 
     When the plain conversion fails, a frozen copy (``torch.jit.freeze``, which
     folds attributes and training-mode branches) of a fresh load is converted
-    instead.  With dynamic dimensions the converted program is re-exported with
+    instead, unless the graph has no branch or loop to fold or the failure is the
+    parameter-count assert (both fail the same way frozen).  With dynamic dimensions the converted program is re-exported with
     ``torch.export.Dim`` ranges (the converter itself only takes sample inputs).
     Each conversion gets its own load, so ``ts`` is left as it was; the failed
     tries are appended to ``attempts`` with their full reasons.
@@ -152,7 +164,11 @@ def convert_archive(
             tried.append(attempt("converter", exc))
             ep = None
             # freeze keeps the parameters the converter lists: the same assert again.
-            if not archive.training and error_class(tried[-1].reason) != PARAM_COUNT:
+            if (
+                not archive.training
+                and archive.control_flow
+                and error_class(tried[-1].reason) != PARAM_COUNT
+            ):
                 try:
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore")
