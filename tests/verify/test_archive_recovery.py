@@ -99,7 +99,7 @@ def test_position_ids_scalars_are_specialised_before_any_lowering(verify_row):
     _, report, _ = verify_row("position_ids_traced")
     (rec,) = report["recovery"]
     assert rec["attempts"] == []  # no failed lowering of the converter's program paid
-    assert rec["why"].startswith("chosen for unbacked symbols") and "1 scalar(s)" in rec["why"]
+    assert rec["why"].startswith("chosen for unbacked symbols") and "scalar(s) back" in rec["why"]
     assert rec["lowering"] == "direct"
 
 

@@ -214,7 +214,11 @@ def test_the_frozen_converter_is_tried_only_where_freezing_folds_a_branch(kind, 
     x = torch.randn(2, 3)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        ts = torch.jit.trace(Branchy(), (x,)) if kind == "traced" else torch.jit.script(Branchy())
+        ts = (
+            torch.jit.trace(Branchy().eval(), (x,))
+            if kind == "traced"
+            else torch.jit.script(Branchy().eval())
+        )
     rec = recover.run_ladder(ts, "forward", ["forward"], (x,), lambda ep: None, None)
     assert rec.path == recover.RECAPTURE
     steps = [a.step for a in rec.attempts]
