@@ -48,6 +48,9 @@ class Archive:
             data = buf.getvalue()
         self.data = data
         self.training = bool(getattr(ts, "training", False))
+        # Freezing helps the converter with branches and loops (it folds the attributes
+        # that decide them); a graph without them (any trace) fails the same way frozen.
+        self.control_flow = True if ts is None else _has_control_flow(ts)
         self.loads = 0  # how many fresh copies were handed out
         self.load_s = 0.0  # seconds those loads took
 
@@ -61,6 +64,14 @@ class Archive:
         return ts
 
 
+def _has_control_flow(ts: Any) -> bool:
+    try:
+        graph = ts.forward.inlined_graph
+    except Exception:  # no forward, or an exotic archive: assume it has some
+        return True
+    return any(graph.findAllNodes(kind, True) for kind in ("prim::If", "prim::Loop"))
+
+
 @dataclass(frozen=True)
 class Attempt:
     """One failed step: its name, the full reason and the error's class."""
@@ -68,6 +79,7 @@ class Attempt:
     step: str
     reason: str
     error: str
+    why: str = ""  # why the ladder chose this step (the error class that led to it)
 
     def __iter__(self) -> Any:  # ``for step, reason in attempts``
         yield self.step
@@ -80,18 +92,33 @@ class Attempt:
 _CAUSE = re.compile(r"\s*([A-Za-z_][\w.]*(?:Error|Exception|Violation\w*)): ")
 
 
-def attempt(step: str, exc: BaseException, prefix: str = "") -> Attempt:
+def attempt(step: str, exc: BaseException, prefix: str = "", why: str = "") -> Attempt:
     """The attempt ``exc`` ended, with the whole text of the error (never cut)."""
     text = str(exc).strip()
     error = type(exc).__name__
     if isinstance(exc, VerifyError) and exc.__cause__ is not None:
-        return attempt(step, exc.__cause__, prefix)
+        return attempt(step, exc.__cause__, prefix, why)
     if text.startswith("The following operation failed in the TorchScript interpreter"):
         causes = [m.group(1) for m in map(_CAUSE.match, text.splitlines()) if m]
         if causes:
             error = causes[-1].rsplit(".", 1)[-1]
     reason = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-    return Attempt(step, prefix + reason, error)
+    return Attempt(step, prefix + reason, error, why)
+
+
+#: The converter's own parameter listing disagrees with the graph's inputs (scripted ViT/DeiT).
+PARAM_COUNT = "parameter-count assert"
+#: A size read from a tensor became an unbacked symbol that a later pass guards on.
+UNBACKED = "unbacked symbol"
+
+
+def error_class(reason: str) -> str | None:
+    """The class of failure that picks the ladder's next rung (None: no dedicated rung)."""
+    if "param_count_list.size()" in reason:
+        return PARAM_COUNT
+    if "GuardOnDataDependentSymNode" in reason or "data-dependent expression" in reason:
+        return UNBACKED
+    return None
 
 
 @dataclass
@@ -117,7 +144,8 @@ def convert_archive(
 
     When the plain conversion fails, a frozen copy (``torch.jit.freeze``, which
     folds attributes and training-mode branches) of a fresh load is converted
-    instead.  With dynamic dimensions the converted program is re-exported with
+    instead, unless the graph has no branch or loop to fold or the failure is the
+    parameter-count assert (both fail the same way frozen).  With dynamic dimensions the converted program is re-exported with
     ``torch.export.Dim`` ranges (the converter itself only takes sample inputs).
     Each conversion gets its own load, so ``ts`` is left as it was; the failed
     tries are appended to ``attempts`` with their full reasons.
@@ -135,7 +163,12 @@ def convert_archive(
             first = exc
             tried.append(attempt("converter", exc))
             ep = None
-            if not archive.training:
+            # freeze keeps the parameters the converter lists: the same assert again.
+            if (
+                not archive.training
+                and archive.control_flow
+                and error_class(tried[-1].reason) != PARAM_COUNT
+            ):
                 try:
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore")

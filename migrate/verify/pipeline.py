@@ -563,14 +563,17 @@ def ladder(
     dynamic_shapes: Any,
     debug: bool,
     hint: str = "",
+    archive: conv.Archive | None = None,
 ) -> dict[str, recover.Recovery]:
-    """:func:`recover.run_ladder` for each method, checked on ``samples``."""
+    """:func:`recover.run_ladder` for each method, checked on ``samples``; ``archive``: the
+    bytes each step loads from (a snapshot of ``ts`` when not given)."""
     lower_once = (
         recover.lower_once_for(backend, methods[0]) if len(methods) == 1 else recover.edge_once
     )
     recs = {}
     base = list(samples)
-    archive = conv.Archive(ts)  # each ladder step loads its own copy from this snapshot
+    if archive is None:
+        archive = conv.Archive(ts)  # each ladder step loads its own copy from this snapshot
     for m in methods:
         refs = list(ref_by_method[m])
         try:
@@ -998,6 +1001,8 @@ class ConvertResult:
                 f"checked on {self.samples} samples)"
             )
         for m, rec in self.recoveries.items():
+            if rec.why:
+                out.append(f"note: {m}: {rec.path}: {rec.why}")
             for what in rec.specialised:
                 out.append(f"note: {m}: specialised: {what}")
             if verbose or rec.path != recover.CONVERTER or rec.lower_path != "direct":
@@ -1065,7 +1070,12 @@ def run_convert(
         with quiet(debug), recover._timed(timings, "reference"):
             ref_by_method[m] = _reference_outputs(run, samples, "cpu")
     tol = Tolerance(rtol, atol)
-    recs = ladder(ts, methods, example, samples, ref_by_method, tol, backend, dynamic_shapes, debug)
+    # The file's bytes serve every fresh load (no second torch.jit.save of what was loaded).
+    archive = conv.Archive(ts, data=path.read_bytes())
+    recs = ladder(
+        ts, methods, example, samples, ref_by_method, tol, backend, dynamic_shapes, debug,
+        archive=archive,
+    )  # fmt: skip
     for m, rec in recs.items():
         for stage, sec in rec.timings.items():
             key = stage if len(recs) == 1 else f"{m}: {stage}"
@@ -1128,8 +1138,5 @@ def convert_error_json(exc: VerifyError) -> dict[str, Any]:
     return {
         "verdict": "error",
         "error": {"stage": exc.stage, "message": exc.message},
-        "attempts": [
-            {"step": a.step, "error": a.error, "reason": a.reason}
-            for a in getattr(exc, "attempts", [])
-        ],
+        "attempts": [recover.attempt_json(a) for a in getattr(exc, "attempts", [])],
     }

@@ -54,8 +54,30 @@ _SHAPE_OPS = (
 
 CONVERTER = "converter"
 CONVERTER_SPEC = "converter + scalar specialisation"
+CONVERTER_SIZES = "trace sizes as constants + converter"
 RECAPTURE = "freeze + re-capture"
 RECAPTURE_SPEC = "freeze + re-capture + scalar specialisation"
+RECAPTURE_BUFFERS = "re-capture, parameters as buffers"
+
+#: Why each rung chosen by an error class was tried (the JSON's ``why``, the notes).
+WHY_SIZES = (
+    "chosen for unbacked symbols: the trace read sizes from tensors (aten::size -> "
+    "prim::NumToTensor), which the converter turns into values read back at run time; "
+    "they are fixed to the example's before conversion"
+)
+WHY_SCALARS = (
+    "chosen for unbacked symbols: the converted program reads {n} scalar(s) back "
+    "(aten._local_scalar_dense), which lowering cannot guard on; fixed before lowering"
+)
+WHY_PARAMS = (
+    "chosen for the converter's parameter-count assert: its own parameter listing "
+    "disagrees with the graph (a frozen copy fails the same way); a re-capture through "
+    "the dispatcher lists no parameters"
+)
+WHY_BUFFERS = (
+    "chosen because freezing failed: the archive's forward, unfrozen, runs under "
+    "torch.export non-strict with its parameters read as constant buffers"
+)
 
 
 class NotShapeDerived(Exception):
@@ -92,19 +114,30 @@ class Recovery:
     lower_s: float | None = None  # seconds the successful lowering took
     detail: str = ""  # how the step went (the converter's own path)
     timings: dict[str, float] = field(default_factory=dict)  # seconds per ladder stage
+    why: str = ""  # why the ladder chose this step (empty: the plain converter)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "method": self.method,
             "path": self.path,
+            "why": self.why,
             "lowering": self.lower_path,
-            "attempts": [
-                {"step": a.step, "error": a.error, "reason": a.reason} for a in self.attempts
-            ],
+            "attempts": [attempt_json(a) for a in self.attempts],
             "specialised": self.specialised,
             "lower_s": None if self.lower_s is None else round(self.lower_s, 2),
             "timings": {k: round(v, 3) for k, v in self.timings.items()},
         }
+
+
+def attempt_json(a: Attempt) -> dict[str, Any]:
+    """One tried step for the JSON: its one-line error, why it was chosen, the full reason."""
+    return {
+        "step": a.step,
+        "error": a.error,
+        "line": one_line(a.reason),
+        "why": a.why,
+        "reason": a.reason,
+    }
 
 
 # --------------------------------------------------------------------------- scalars
@@ -242,6 +275,98 @@ def _declared_dynamic(dynamic_shapes: Any, i: int, dim: Any) -> bool:
     return isinstance(spec, dict) and dim in spec
 
 
+# --------------------------------------------------------------------------- trace sizes
+
+#: TorchScript ops whose output sizes depend on tensor values: a size read after one of
+#: them is not fixed by the input shapes.
+_VALUE_SIZED = (
+    "aten::nonzero",
+    "aten::masked_select",
+    "aten::unique",
+    "aten::_unique2",
+    "aten::unique_consecutive",
+    "aten::unique_dim",
+    "aten::repeat_interleave",
+    "aten::item",
+    "aten::tolist",
+)
+
+
+def _size_reads(graph: Any) -> list[Any]:
+    """The top-level ``aten::size(Tensor, int) -> int`` nodes, in graph order."""
+    return [
+        n
+        for n in graph.nodes()
+        if n.kind() == "aten::size" and n.output().type() == torch._C.IntType.get()
+    ]
+
+
+def _size_values(graph: Any, ts: Any, example: tuple[Any, ...]) -> list[int]:
+    """What each size read of ``graph`` (``ts.forward``, inlined) gives on ``example``.
+
+    A copy of the graph with ``self`` lowered to parameter inputs returns the list of its
+    size reads instead of its outputs; running that copy costs one forward.
+    """
+    lowered, params = torch._C._jit_pass_lower_graph(graph, ts._c)
+    reads = _size_reads(lowered)
+    lowered.setInsertPoint(lowered.return_node())
+    listed = lowered.insertNode(lowered.create("prim::ListConstruct", [n.output() for n in reads]))
+    listed.output().setType(torch._C.ListType.ofInts())
+    for i in reversed(range(len(list(lowered.outputs())))):
+        lowered.eraseOutput(i)
+    lowered.registerOutput(listed.output())
+    fn = torch._C._create_function_from_graph("size_reads", lowered)
+    with torch.no_grad():
+        return list(fn(*pytree.tree_leaves(example), *params))
+
+
+def specialise_sizes(ts: Any, example: tuple[Any, ...], dynamic_shapes: Any = None) -> str:
+    """Replace the sizes a trace read (``aten::size`` feeding ``prim::NumToTensor`` chains)
+    in ``ts.forward`` by their values at ``example``, in place, and fold the chains.
+
+    ``ts`` must be a fresh load nothing else holds. :class:`NotShapeDerived` when a size
+    could depend on values or on a dimension declared dynamic.
+    """
+    if any(isinstance(spec, dict) and spec for spec in dynamic_shapes or ()):
+        raise NotShapeDerived("it would fix the dimensions --dynamic-dim declares")
+    graph = ts.forward.graph
+    torch._C._jit_pass_inline(graph)
+    value_sized = [k for k in _VALUE_SIZED if graph.findAllNodes(k, True)]
+    if value_sized:
+        raise NotShapeDerived(f"the graph calls {value_sized[0]}, whose sizes depend on values")
+    reads = _size_reads(graph)
+    if not reads:
+        raise NotShapeDerived("the graph reads no size")
+    values = _size_values(graph, ts, example)
+    if len(values) != len(reads):  # pragma: no cover - lower_graph keeps the node order
+        raise NotShapeDerived("the size reads could not be matched with their values")
+    for node, value in zip(reads, values, strict=True):
+        graph.setInsertPoint(node)
+        node.output().replaceAllUsesWith(graph.insertConstant(value))
+        node.destroy()
+    torch._C._jit_pass_constant_propagation(graph)
+    torch._C._jit_pass_dce(graph)
+    left = len(graph.findAllNodes("prim::NumToTensor", True))
+    shapes = ", ".join(
+        "x".join(map(str, t.shape)) for t in pytree.tree_leaves(example) if hasattr(t, "shape")
+    )
+    return (
+        f"{len(reads)} size read(s) of the trace fixed at the example's input shapes "
+        f"({shapes})" + (f"; {left} prim::NumToTensor left" if left else "")
+    )
+
+
+def convert_sizes_fixed(
+    archive: Archive, example: tuple[Any, ...], dynamic_shapes: Any
+) -> tuple[Any, str]:
+    """A fresh load with its trace sizes fixed, through ``TS2EPConverter``."""
+    from torch._export.converter import TS2EPConverter
+
+    ts = archive.fresh()
+    note = specialise_sizes(ts, example, dynamic_shapes)
+    return TS2EPConverter(ts, tuple(example)).convert(), note
+
+
 # --------------------------------------------------------------------------- re-capture
 
 
@@ -255,6 +380,29 @@ class _Recapture(nn.Module):
 
     def forward(self, *args: Any) -> Any:
         return getattr(self.frozen, self.method)(*args)
+
+
+class _Unfrozen(nn.Module):
+    """A plain module calling one method of a TorchScript module it does not register: its
+    parameters are not the wrapper's, so non-strict export reads them as constants."""
+
+    def __init__(self, ts: Any, method: str) -> None:
+        super().__init__()
+        object.__setattr__(self, "ts", ts)
+        self.method = method
+
+    def forward(self, *args: Any) -> Any:
+        return getattr(self.ts, self.method)(*args)
+
+
+def recapture_unfrozen(ts: Any, method: str, example: tuple[Any, ...], dynamic_shapes: Any) -> Any:
+    """``ts``'s method (a fresh load, in eval mode) exported non-strict, parameters as buffers."""
+    ts.eval()
+    for p in ts.parameters():
+        p.requires_grad_(False)
+    ds = None if dynamic_shapes is None else {"args": tuple(dynamic_shapes)}
+    ep = torch.export.export(_Unfrozen(ts, method), tuple(example), dynamic_shapes=ds, strict=False)
+    return conv.core_ops(ep)
 
 
 def freeze(ts: Any, methods: list[str], copy_first: bool = True) -> Any:
@@ -325,17 +473,27 @@ def input_assumptions(ts: Any, method: str, example: tuple[Any, ...], dynamic: s
 
 # --------------------------------------------------------------------------- ladder
 
+
+def _defaulted(ts: Any, method: str, example: tuple[Any, ...]) -> list[str]:
+    """The method's arguments past the example's, each taking its default."""
+    try:
+        args = getattr(ts, method).schema.arguments[1 + len(example) :]
+    except Exception:  # pragma: no cover - exotic archives
+        return []
+    return [a.name for a in args]
+
+
 Check = Callable[[Any], str | None]  # None: matches the archive on every sample
 LowerOnce = Callable[[Any], bytes]
 
 
-def _try(what: str, fn: Callable[[], Any], attempts: list[Attempt]) -> Any:
+def _try(what: str, fn: Callable[[], Any], attempts: list[Attempt], why: str = "") -> Any:
     try:
         return fn()
     except NotShapeDerived as exc:
-        attempts.append(Attempt(what, f"refused: {exc}", "refused"))
+        attempts.append(Attempt(what, f"refused: {exc}", "refused", why))
     except Exception as exc:
-        attempts.append(attempt(what, exc))
+        attempts.append(attempt(what, exc, why=why))
     return None
 
 
@@ -427,20 +585,44 @@ def run_ladder(
         rec.timings = timings
         return rec
 
-    def specialised_step(ep: Any, path: str, notes: list[str]) -> Recovery | None:
+    def specialised_step(ep: Any, path: str, notes: list[str], why: str = "") -> Recovery | None:
         with _timed(timings, "scalar specialisation"):
             result = _try(
-                path, lambda: specialise_scalars(ep, example, dynamic_shapes, names), attempts
+                path,
+                lambda: specialise_scalars(ep, example, dynamic_shapes, names),
+                attempts,
+                why,
             )
         if result is None:
             return None
         new, spec = result
-        return Recovery(method, new, path, specialised=[*notes, spec.describe()], vary_scalars=True)
+        return Recovery(
+            method, new, path, specialised=[*notes, spec.describe()], vary_scalars=True, why=why
+        )
 
     try:
         names = [a.name for a in getattr(ts, method).schema.arguments[1:]]
     except Exception:  # pragma: no cover - exotic archives
         names = []
+
+    def sizes_step(why: str) -> Recovery | None:
+        """Rung 2b: the trace's size reads fixed before conversion (forward only)."""
+        if method != "forward" or any(a.step == CONVERTER_SIZES for a in attempts):
+            return None
+        with _timed(timings, CONVERTER_SIZES):
+            try:
+                ep, note = convert_sizes_fixed(archive, example, dynamic_shapes)
+            except NotShapeDerived as exc:
+                attempts.append(Attempt(CONVERTER_SIZES, f"refused: {exc}", "refused", why))
+                return None
+            except Exception as exc:
+                attempts.append(attempt(CONVERTER_SIZES, exc, why=why))
+                return None
+        return Recovery(method, ep, CONVERTER_SIZES, specialised=[note], why=why)
+
+    def unbacked_failure() -> bool:
+        return bool(attempts) and conv.error_class(attempts[-1].reason) == conv.UNBACKED
+
     with quiet(debug):
         # 1-2: the converter (forward only).
         converted = None
@@ -456,22 +638,54 @@ def run_ladder(
         if converted is not None:
             ep1 = converted.ep
             rec = Recovery(method, ep1, CONVERTER, detail=converted.path_label)
-            if accept(rec):
-                return finish(rec)
-            if scalar_nodes(ep1.module()):
-                rec2 = specialised_step(ep1, CONVERTER_SPEC, [])
+            scalars = scalar_nodes(ep1.module())
+            if scalars:
+                # Unbacked symbols: lowering would guard on them and fail after paying
+                # for most of its work, so the specialised programs are lowered first.
+                first_converted = rec
+                why = WHY_SCALARS.format(n=len(scalars))
+                rec2 = specialised_step(ep1, CONVERTER_SPEC, [], why)
                 if rec2 is not None and accept(rec2):
                     return finish(rec2)
+                rec2 = sizes_step(WHY_SIZES)
+                if rec2 is not None and accept(rec2):
+                    return finish(rec2)
+            if accept(rec):
+                return finish(rec)
+            if unbacked_failure():
+                rec2 = sizes_step(WHY_SIZES)
+                if rec2 is not None and accept(rec2):
+                    return finish(rec2)
+        elif unbacked_failure():
+            rec2 = sizes_step(WHY_SIZES)
+            if rec2 is not None and accept(rec2):
+                return finish(rec2)
         # 3: freeze + re-capture through the dispatcher.
+        params = any(conv.error_class(a.reason) == conv.PARAM_COUNT for a in attempts)
+        defaulted = _defaulted(ts, method, example)
+        why3 = ""
+        if params:
+            why3 = WHY_PARAMS + (
+                f" ({method} declares {', '.join(defaulted)} beyond the example's inputs, "
+                "which the converter counts)"
+                if defaulted
+                else ""
+            )
         with _timed(timings, RECAPTURE):
             frozen = _try(
-                RECAPTURE, lambda: freeze(archive.fresh(), methods, copy_first=False), attempts
+                RECAPTURE,
+                lambda: freeze(archive.fresh(), methods, copy_first=False),
+                attempts,
+                why3,
             )
             ep3 = (
                 None
                 if frozen is None
                 else _try(
-                    RECAPTURE, lambda: recapture(frozen, method, example, dynamic_shapes), attempts
+                    RECAPTURE,
+                    lambda: recapture(frozen, method, example, dynamic_shapes),
+                    attempts,
+                    why3,
                 )
             )
         if ep3 is not None:
@@ -485,13 +699,35 @@ def run_ladder(
             fixed = input_assumptions(ts, method, example, dynamic)
             if fixed:
                 flow.append("inputs fixed to the example's: " + ", ".join(fixed))
+            if defaulted:
+                flow.append(f"{', '.join(defaulted)} left at their defaults")
             if getattr(ts, "training", False):
                 flow.append("captured in eval mode (the archive is in training mode)")
-            rec3 = Recovery(method, ep3, RECAPTURE, specialised=flow, vary_scalars=True)
+            rec3 = Recovery(method, ep3, RECAPTURE, specialised=flow, vary_scalars=True, why=why3)
             if scalar_nodes(ep3.module()):
-                rec3 = specialised_step(ep3, RECAPTURE_SPEC, flow) or rec3
+                rec3 = specialised_step(ep3, RECAPTURE_SPEC, flow, why3) or rec3
             if accept(rec3):
                 return finish(rec3)
+        elif frozen is None:
+            # 3b: freezing failed; the unfrozen archive under non-strict export.
+            with _timed(timings, RECAPTURE_BUFFERS):
+                ep3 = _try(
+                    RECAPTURE_BUFFERS,
+                    lambda: recapture_unfrozen(archive.fresh(), method, example, dynamic_shapes),
+                    attempts,
+                    WHY_BUFFERS,
+                )
+            if ep3 is not None:
+                fixed = input_assumptions(ts, method, example, set())
+                notes = ["inputs fixed to the example's: " + ", ".join(fixed)] if fixed else []
+                if defaulted:
+                    notes.append(f"{', '.join(defaulted)} left at their defaults")
+                rec3 = Recovery(
+                    method, ep3, RECAPTURE_BUFFERS, specialised=notes, vary_scalars=True,
+                    why=WHY_BUFFERS,
+                )  # fmt: skip
+                if accept(rec3):
+                    return finish(rec3)
         # 4: decompositions of whatever matched.
         if lower_once is not None:
             for rec in found:
