@@ -109,7 +109,7 @@ def test_native_loads_and_python_writers_are_linked(repo):
     # The Python writers stay TorchScript while native code reads what they write.
     save = by_site(found, "export.py", 20, "MIG201")
     assert save["fix"] == "assisted"
-    assert "loads `model.pt` (server/main.cpp:18, MIG401): it stays TorchScript" in save["message"]
+    assert "loads `model.pt` (server/main.cpp:18 (MIG401)): it stays TorchScript" in save["message"]
     lite = by_site(found, "export.py", 22, "MIG204")  # assisted anyway: no example inputs
     assert f"{ACTIVITY}:14 (MIG402), ios/App/TorchModule.mm:16 (MIG403)" in lite["message"]
     # Only the loads carry the link; the other uses of the same file do not repeat it.
@@ -164,7 +164,7 @@ def test_precommit_hooks_pass_the_native_files():
     pattern = re.compile(hooks[0]["files"])
     for path, *_ in EXPECTED:
         assert pattern.search(path), path
-    assert not pattern.search("README.md")
+    assert not pattern.search("logo.png")
 
 
 def test_report_groups_serving_code_with_its_python_writer(repo):

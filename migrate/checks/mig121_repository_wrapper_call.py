@@ -100,7 +100,9 @@ class RepositoryWrapperCall(PythonCheck):
                 continue
             calls.add(qual)
             found = wrappers.get(index.resolve(qual))
-            if found is not None:
+            # A call that passes nothing the wrapper scripts, saves or loads (`main()` with
+            # its default path) is no capture, producer or consumer.
+            if found is not None and found.call_roles(node):
                 sites.append((node, found))
         if calls:
             ctx.facts[CALLS] = calls

@@ -758,10 +758,12 @@ def writers_wait_for_native_readers(ctx: Context) -> dict[FindingKey, str]:
     for f in ctx.findings:
         served = f.get("served_by")
         if f.rule in PRODUCER_RULES and f.autofix is not None and served:
-            archive, path, line, rule = served[0]
+            archive = served[0][0]
+            readers = ", ".join(f"{path}:{line} ({rule})" for _, path, line, rule in served)
+            loaders = "that loader moves" if len(served) == 1 else "those loaders move"
             holds[finding_key(f)] = (
-                f"serving code outside Python loads `{archive}` ({path}:{line}, {rule}): it "
-                "stays TorchScript until that loader moves to ExecuTorch"
+                f"serving code outside Python loads `{archive}` ({readers}): it stays "
+                f"TorchScript until {loaders} to ExecuTorch"
             )
     return holds
 
