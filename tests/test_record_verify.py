@@ -87,6 +87,7 @@ def test_very_many_recorded_shapes_are_sampled_with_a_note(tmp_path):
     )
 
 
+@pytest.mark.slow  # a verify process that exports and runs the model per recorded shape: ~15 s CPU
 def test_cli_compares_on_each_recorded_shape(tmp_path):
     pytest.importorskip("torch")
     (tmp_path / "recnet.py").write_text(
