@@ -57,6 +57,16 @@ def test_cards_add_up_to_the_findings(page):
     assert f"{total} findings = " in html.unescape(page)
 
 
+def test_apply_section_counts_fixes_in_the_cards_terms(page):
+    # The apply section also counts the CUDA fixes: it says how many of each, so the page
+    # never shows "4 fixed" in a card and "6 fixed" below it without saying why.
+    fixed = int(cards(page)["fixed by migrate apply"])
+    said = re.search(r"<p>(\d+) findings? fixed \((\d+) TorchScript, (\d+) CUDA 12.8\) in", page)
+    assert said is not None, page
+    total, torchscript, cuda = map(int, said.groups())
+    assert torchscript == fixed and cuda >= 2 and total == torchscript + cuda
+
+
 def _sections(page: str) -> dict[str, str]:
     """Each review section of the page by rule code."""
     review = page.split("<h2>Items for a person</h2>", 1)[1].split("<h2>", 1)[0]

@@ -100,6 +100,14 @@ class Plan:
         return sum(1 for f in self.findings if not _is_cuda(f.rule)) - self.review_total
 
     @property
+    def applied_line(self) -> str:
+        """ "6 findings fixed (4 TorchScript, 2 CUDA 12.8)": the apply section's
+        count said in the cards' terms, so the page never shows two different "fixed"."""
+        cuda = self.applied_total - self.fixed_total
+        split = f" ({self.fixed_total} TorchScript, {cuda} CUDA 12.8)" if cuda > 0 else ""
+        return f"{_count(self.applied_total, 'finding')} fixed{split}"
+
+    @property
     def review_total(self) -> int:
         return sum(len(items) for items in self.review.values())
 
@@ -344,8 +352,7 @@ def render_markdown(plan: Plan) -> str:
     out += ["", "## What `migrate apply` does automatically", ""]
     if plan.changes:
         out += [
-            f"{_count(plan.applied_total, 'finding')} fixed in "
-            f"{_count(len(plan.changes), 'file')} "
+            f"{plan.applied_line} in {_count(len(plan.changes), 'file')} "
             f"(`migrate apply --dry-run {plan.root}` shows the diff).",
             "",
         ]
@@ -644,8 +651,7 @@ def render_html(plan: Plan) -> str:
     ]
     if plan.changes:
         body += [
-            f"<p>{_count(plan.applied_total, 'finding')} fixed in "
-            f"{_count(len(plan.changes), 'file')}; "
+            f"<p>{e(plan.applied_line)} in {_count(len(plan.changes), 'file')}; "
             f"<code>migrate apply --dry-run {e(plan.root)}</code> shows the diff.</p>",
             _html_table(
                 ["File", "Fixes", "Lines +", "Lines −", "Rules"],
