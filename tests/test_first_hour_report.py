@@ -67,6 +67,11 @@ def test_apply_section_counts_fixes_in_the_cards_terms(page):
     assert torchscript == fixed and cuda >= 2 and total == torchscript + cuda
 
 
+def test_intent_line_renders_its_code_spans(page):
+    line = re.search(r'<p class="intent">(.*?)</p>', page).group(1)
+    assert "<code>--intent drop</code>" in line and "`" not in line, line
+
+
 def _sections(page: str) -> dict[str, str]:
     """Each review section of the page by rule code."""
     review = page.split("<h2>Items for a person</h2>", 1)[1].split("<h2>", 1)[0]

@@ -619,7 +619,7 @@ def render_html(plan: Plan) -> str:
         ),
         "</section>",
         f'<p class="muted sum">{e(equation)}</p>',
-        *([f'<p class="intent">{e(plan.intent)}</p>'] if plan.intent else []),
+        *([f'<p class="intent">{_inline(plan.intent)}</p>'] if plan.intent else []),
         '<h2>Findings</h2><section class="charts">',
         f'<div class="panel"><h3>Per rule</h3><p class="legend">{legend}</p>'
         f"{bar_chart(rule_rows, 'Findings per rule', rule_colors)}</div>",
