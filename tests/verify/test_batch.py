@@ -97,6 +97,7 @@ def batch(reg, tmp_path_factory):
         return subprocess.CompletedProcess([], code, stdout, stderr), out
 
 
+@pytest.mark.slow  # the batch fixture converts the whole registry with -j 2: ~60 s CPU
 def test_each_archive_gets_its_own_verdict_and_the_exit_code_is_the_worst(reg, batch):
     proc, out = batch
     assert proc.returncode == 2, proc.stderr
@@ -119,6 +120,7 @@ def registry_models_digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+@pytest.mark.slow  # the batch fixture converts the whole registry with -j 2: ~60 s CPU
 def test_passing_records_hold_recovery_errors_timings_and_artifacts(reg, batch):
     _, out = batch
     rec = by_path(lines(out / "results.jsonl"))[str(reg["pass_scripted"])]
@@ -134,6 +136,7 @@ def test_passing_records_hold_recovery_errors_timings_and_artifacts(reg, batch):
     torch.testing.assert_close(ep.module()(x), ref(x))
 
 
+@pytest.mark.slow  # the batch fixture converts the whole registry with -j 2: ~60 s CPU
 def test_failures_name_their_stage(reg, batch):
     _, out = batch
     got = by_path(lines(out / "results.jsonl"))
