@@ -178,12 +178,10 @@ def run_suite(
             )
         except OSError as exc:
             raise GateError(f"--test: cannot run {settings.command!r}: {exc}") from None
-        timed_out = False
         try:
-            proc.wait(timeout=settings.timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            _kill_group(proc)
+            timed_out = not _wait_polling(proc, settings.timeout)
+            if timed_out:
+                _kill_group(proc)
         except BaseException:
             _kill_group(proc)
             raise
@@ -201,6 +199,21 @@ def run_suite(
         message = "" if ok else f"exit code {proc.returncode}" + (f": {last}" if last else "")
         run.results = {EXIT_CODE_TEST: TestResult("passed" if ok else "failed", message)}
     return run
+
+
+def _wait_polling(proc: subprocess.Popen, timeout: float | None) -> bool:
+    """Wait for the run in short steps; False once past `timeout`. A blocking wait would
+    keep Ctrl-C waiting for the whole run when the kernel hands SIGINT to another thread
+    (rich's refresh thread): the main thread only raises KeyboardInterrupt between steps."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        step = 0.2 if deadline is None else min(0.2, max(deadline - time.monotonic(), 0))
+        try:
+            proc.wait(timeout=step)
+            return True
+        except subprocess.TimeoutExpired:
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
 
 
 def _last_line(text: str) -> str:
