@@ -25,3 +25,9 @@ def test_torch_import_outside_verify_is_banned(tmp_path):
     run = ruff("check", "--config", str(ROOT / "pyproject.toml"), "--select", "TID251", str(probe))
     assert run.returncode == 1
     assert run.stdout.count("TID251") == 2, run.stdout
+
+
+def test_ruff_format_is_clean():
+    # the whole tree under the repository's own settings, as `ruff format --check .` sees it
+    run = ruff("format", "--check", ".")
+    assert run.returncode == 0, run.stdout + run.stderr
