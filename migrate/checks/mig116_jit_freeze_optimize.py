@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from migrate.checks._edits import call_arg, replace_with_arg
+import ast
+
+from migrate.checks._edits import call_arg, drop_statement, replace_with_arg
+from migrate.checks._flow import parent
 from migrate.checks.base import PythonCheck, PythonContext, Reference
 from migrate.findings import FixKind
 
@@ -28,5 +31,20 @@ class JitFreezeOptimize(PythonCheck):
             f"`torch.jit.{name}` is a TorchScript graph pass; export and ExecuTorch lowering "
             "fold constants themselves",
             symbol=ref.qualname,
-            edits=[replace_with_arg(ctx, ref.call, module)],
+            edits=[self._edit(ctx, ref.call, module)],
         )
+
+    @staticmethod
+    def _edit(ctx: PythonContext, call: ast.Call, module: ast.expr):
+        # `m = torch.jit.freeze(m)` would become `m = m`: the statement goes instead
+        stmt = parent(ctx, call)
+        if (
+            isinstance(stmt, ast.Assign)
+            and stmt.value is call
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+            and isinstance(module, ast.Name)
+            and stmt.targets[0].id == module.id
+        ):
+            return drop_statement(ctx, stmt)
+        return replace_with_arg(ctx, call, module)
