@@ -115,9 +115,9 @@ def test_cuda_flag_wins_over_the_file(project):
     assert resolve_config([str(project / "src")], None, False).cuda == "13.2"
     from migrate.cli.commands import build_options
 
-    options, _ = build_options([str(project)], None, None, None, "13.0", None, None, False)
+    options, _ = build_options([str(project)], cuda="13.0")
     assert options.cuda == "13.0"
-    options, _ = build_options([str(project)], None, None, None, None, None, None, False)
+    options, _ = build_options([str(project)])
     assert options.cuda == "13.2"
 
 

@@ -22,6 +22,7 @@ from migrate.cli.scan_command import (
     os_reason,
     progress_bar,
     run_scan,
+    shared_flags,
     use_color,
 )
 
@@ -193,23 +194,7 @@ def scan(
     evidence: EvidenceOpt = None,
 ) -> None:
     """Report every TorchScript use and CUDA 12.8 assumption under PATHS."""
-    code = run_scan(
-        paths,
-        format,
-        output,
-        select,
-        ignore,
-        exclude,
-        exit_zero,
-        cuda,
-        jobs,
-        config_file,
-        isolated,
-        no_cache,
-        debug,
-        evidence,
-        intent,
-    )
+    code = run_scan(**locals())  # the same parameters, by name
     if code != EXIT_CLEAN:
         raise typer.Exit(code)
 
@@ -307,19 +292,7 @@ def apply(
     from migrate.report.apply_text import render_apply
 
     with _errors(debug), _sigterm_as_interrupt():
-        options, config = build_options(
-            paths,
-            select,
-            ignore,
-            exclude,
-            cuda,
-            jobs,
-            config_file,
-            isolated,
-            no_cache,
-            evidence,
-            intent,
-        )
+        options, config = build_options(paths, **shared_flags(locals()))
         unsafe = config.unsafe_fixes if unsafe_fixes is None else unsafe_fixes
         targets = list(paths)
         if out is not None:
@@ -515,9 +488,7 @@ def report(
             raise ValueError(f"--format must be one of {', '.join(RENDERERS)}, not {format}")
         if not os.path.exists(path):
             raise ValueError(f"{path}: no such file or directory")
-        options, _ = build_options(
-            [path], select, ignore, exclude, cuda, jobs, config_file, isolated, intent=intent
-        )
+        options, _ = build_options([path], **shared_flags(locals()))
         registry = load_registry(verify_results) if verify_results is not None else None
         with progress_bar(True, "planning") as progress:
             plan = build_plan(path, options, progress)

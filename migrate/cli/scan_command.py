@@ -115,15 +115,37 @@ def os_reason(exc: OSError) -> str:
     return exc.strerror.lower() if exc.strerror else str(exc)
 
 
+# The options every scanning command takes, by parameter name (see `shared_flags`).
+SHARED_FLAGS = (
+    "select",
+    "ignore",
+    "exclude",
+    "cuda",
+    "jobs",
+    "config_file",
+    "isolated",
+    "no_cache",
+    "evidence",
+    "intent",
+)
+
+
+def shared_flags(values: dict) -> dict:
+    """The shared options out of a command's parameters (its `locals()`), for
+    `build_options`: each command declares them, one function reads them."""
+    return {name: values[name] for name in SHARED_FLAGS if name in values}
+
+
 def build_options(
     paths,
-    select,
-    ignore,
-    exclude,
-    cuda,
-    jobs,
-    config_file,
-    isolated,
+    *,
+    select=None,
+    ignore=None,
+    exclude=None,
+    cuda=None,
+    jobs=None,
+    config_file=None,
+    isolated=False,
     no_cache=False,
     evidence=None,
     intent=None,
@@ -218,19 +240,7 @@ def run_scan(
     from migrate.report import FORMATS
 
     try:
-        options, config = build_options(
-            paths,
-            select,
-            ignore,
-            exclude,
-            cuda,
-            jobs,
-            config_file,
-            isolated,
-            no_cache,
-            evidence,
-            intent,
-        )
+        options, config = build_options(paths, **shared_flags(locals()))
         fmt = format or config.format
         if fmt not in FORMATS:
             raise ValueError(f"--format must be one of {', '.join(FORMATS)}, not {fmt}")
