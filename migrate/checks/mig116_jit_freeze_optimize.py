@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from migrate.checks._edits import call_arg, drop_statement, replace_with_arg
-from migrate.checks._flow import parent
+from migrate.checks._flow import bound_name
 from migrate.checks.base import PythonCheck, PythonContext, Reference
 from migrate.findings import FixKind
 
@@ -37,14 +37,7 @@ class JitFreezeOptimize(PythonCheck):
     @staticmethod
     def _edit(ctx: PythonContext, call: ast.Call, module: ast.expr):
         # `m = torch.jit.freeze(m)` would become `m = m`: the statement goes instead
-        stmt = parent(ctx, call)
-        if (
-            isinstance(stmt, ast.Assign)
-            and stmt.value is call
-            and len(stmt.targets) == 1
-            and isinstance(stmt.targets[0], ast.Name)
-            and isinstance(module, ast.Name)
-            and stmt.targets[0].id == module.id
-        ):
-            return drop_statement(ctx, stmt)
+        bound = bound_name(ctx, call)
+        if bound is not None and isinstance(module, ast.Name) and bound[1] == module.id:
+            return drop_statement(ctx, bound[0])
         return replace_with_arg(ctx, call, module)
