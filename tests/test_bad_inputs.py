@@ -126,6 +126,15 @@ def test_a_long_attribute_chain_is_analysed_and_its_file_keeps_its_findings(tmp_
     assert [(f["line"], f["rule"]) for f in run.json()["findings"]] == [(3, "MIG101")]
 
 
+def test_a_named_file_with_a_long_chain_and_nothing_hot_is_read_without_a_crash(tmp_path):
+    # The pre-commit form: a file named alone, skipped by the pre-filter, whose imports the
+    # scan still reads (for re-exports) outside the per-file analysis and its raised limit.
+    write_tree(tmp_path, {"chain.py": "import torch\nx = torch" + ".a" * 1_000 + "\n"})
+    run = invoke(["scan", "chain.py", "-f", "json", "--no-cache"], cwd=tmp_path)
+    assert run.code == 0, run.stdout + run.stderr
+    assert run.json()["errors"] == [] and run.json()["findings"] == []
+
+
 def test_too_deep_to_analyse_is_an_error_record(tmp_path):
     chain = " + ".join(["x"] * 60_000)
     deep = f"import torch\ny = {chain}\nnet = torch.jit.script(m)\n"

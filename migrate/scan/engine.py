@@ -884,11 +884,11 @@ def _repo_imports_of(job: _Job) -> set[str]:
     """Modules of the repository a file imports (for a named file the pre-filter skipped)."""
     try:
         tree = ast.parse(decode_source(job.read()))
+        return ScopeTable(tree, job.module, job.is_package, None, job.script_dir).repo_imports
     except (OSError, Skipped, UnicodeDecodeError, SyntaxError, LookupError, ValueError):
         return set()
-    except RecursionError:  # too deep to parse: the scan reported it
+    except RecursionError:  # too deep to parse or to walk: the scan reported it
         return set()
-    return ScopeTable(tree, job.module, job.is_package, None, job.script_dir).repo_imports
 
 
 def _tree_fingerprint(jobs: list[_Job]) -> tuple:
