@@ -197,3 +197,24 @@ def test_the_test_gate_reverts_the_wrappers_and_their_callers_together(tmp_path)
     # The calls' edits (in another file) are reverted with the wrappers they ride on.
     assert (root / "pkg/utils.py").read_text() == UTILS
     assert (root / "pkg/use.py").read_text() == USE
+
+
+def test_a_wrapper_export_cannot_take_holds_the_file_and_says_why(tmp_path):
+    root = _tree(tmp_path)
+    utils = UTILS.replace("    for x in inputs or ():\n        script(x)\n", "")
+    (root / "pkg/utils.py").write_text(utils, encoding="utf-8")
+    for extra, said in {
+        ("--intent", "drop"): "Not rewritten: it cannot move to torch.export here: ",
+        (): "Not rewritten: it is public API (users call it and get TorchScript back) and cannot "
+        "move to torch.export as written: ",
+    }.items():
+        found = _findings(root, *extra)
+        wrapper = next(f for f in found if (f["path"], f["line"]) == ("pkg/utils.py", 4))
+        assert wrapper["fix"] == "assisted"
+        assert wrapper["message"].endswith(
+            f"{said}`convert` never calls what it scripts with a parameter's items (`for x in "
+            "inputs: module(x)`), so no parameter holds the example inputs export needs"
+        )
+    _apply(root, "--intent", "drop", "--unsafe-fixes")
+    assert (root / "pkg/utils.py").read_text() == utils
+    assert (root / "pkg/use.py").read_text() == USE

@@ -97,8 +97,8 @@ def _capture(ctx, w: Wrapper, call: ast.Call, parents, out: Rewrite, made: set[s
         return "does not bind what it scripts to one name"
     if w.capture is None or w.example is None:
         return (
-            "has no example inputs among its parameters (export needs one; add an `inputs` "
-            "parameter its callers pass)"
+            "never calls what it scripts with a parameter's items (`for x in inputs: "
+            "module(x)`), so no parameter holds the example inputs export needs"
         )
     target = call.args[0] if call.args else None
     if target is None or call.keywords or len(call.args) != 1:

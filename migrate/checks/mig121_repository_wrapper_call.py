@@ -141,6 +141,11 @@ class RepositoryWrapperCall(PythonCheck):
         refused = getattr(self, "_export_refused", None)
         if intent == "drop" and w.public and refused:
             reason = f"Not rewritten: it cannot move to torch.export here: {refused}"
+        elif intent is None and w.public and refused:
+            reason = (
+                "Not rewritten: it is public API (users call it and get TorchScript back) and "
+                f"cannot move to torch.export as written: {refused}"
+            )
         ctx.add(
             self.rule,
             start,
@@ -157,11 +162,13 @@ class RepositoryWrapperCall(PythonCheck):
         unsafe group (migrate.checks._wrapper_export); the qualnames reported so."""
         self._export_refused = None
         public = [w for w in local.values() if w.public and not w.derived]
-        if self.options.get("intent") != "drop" or not public:
+        if not public:
             return set()
         rewrites, why = export_rewrites(ctx, public)
         if rewrites is None:
             self._export_refused = why
+            return set()
+        if self.options.get("intent") != "drop":
             return set()
         members: list[tuple[str, ast.AST]] = []
         for r in rewrites:
@@ -311,9 +318,10 @@ def hold_reason(w: Wrapper, intent: str | None, rewritable: bool, why: str) -> s
         )
     if w.public:
         return (
-            "Not rewritten: it is public API (users call it and get TorchScript back); give it "
-            "an export path (`torch.export.export(model, inputs)`, `torch.export.save` to a "
-            "`.pt2`) and deprecate this one, or keep it under `--intent keep-scriptable`"
+            "Not rewritten: it is public API (users call it and get TorchScript back); under "
+            "`--intent drop` it moves to torch.export (`torch.export.export(model, inputs)`, "
+            "`torch.export.save`/`load`) with every call, an API change for its users, or keep "
+            "it under `--intent keep-scriptable`"
         )
     return (
         f"Not rewritten: {why}; rewrite it to export with example inputs "
