@@ -76,7 +76,10 @@ def _rewrite(ctx: PythonContext, w: Wrapper) -> tuple[Rewrite | None, str]:
         elif api in LOADS and api == "torch.jit.load":
             why = _load(ctx, call, out)
         else:
-            why = f"calls `{api}`, which has no export form here"
+            why = (
+                f"calls `{api}`, which this rewrite does not move (it moves "
+                "`torch.jit.script`, `save` and `load`)"
+            )
         if why:
             return None, why
     for name in made:
