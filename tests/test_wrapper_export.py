@@ -218,3 +218,15 @@ def test_a_wrapper_export_cannot_take_holds_the_file_and_says_why(tmp_path):
     _apply(root, "--intent", "drop", "--unsafe-fixes")
     assert (root / "pkg/utils.py").read_text() == utils
     assert (root / "pkg/use.py").read_text() == USE
+
+
+def test_a_caller_with_fixes_of_its_own_still_gets_its_example(tmp_path):
+    # pkg/use.py sorts before pkg/utils.py and has a unit of its own (the folded question):
+    # the wrappers' file is fixed first, then the calls' edits are written with the fold.
+    scripting = "\n\ndef scripting():\n    return torch.jit.is_scripting()\n"
+    root = _tree(tmp_path, USE + scripting)
+    run = _apply(root, "--intent", "drop", "--unsafe-fixes")
+    assert "Fixed 11 findings in 2 files." in run.stdout, run.stdout
+    assert (root / "pkg/utils.py").read_text() == UTILS_AFTER
+    after = USE_AFTER + scripting.replace("torch.jit.is_scripting()", "False")
+    assert (root / "pkg/use.py").read_text() == after

@@ -204,9 +204,10 @@ def _run_apply(
     by_path: dict[str, list[Finding]] = {}
     for f in plan.findings:
         by_path.setdefault(f.path, []).append(f)
-    # Each unit's own file first: a wrapper call's edits (in another file) follow its unit.
-    todo = [*sorted({u.path for u in units})]
-    todo += sorted({p for u in units for p in u.paths} - set(todo))
+    # The files of units spanning files first: a wrapper call's edits (in another file) are
+    # written only after its unit's own file was fixed (_own_rider_fixes).
+    spanning = sorted({u.path for u in units if len(u.paths) > 1})
+    todo = spanning + sorted({p for u in units for p in u.paths} - set(spanning))
     todo = _leave_symlinks(todo, scanner, result)
     todo = [d for d in todo if not _refused_outside(trees, d, result)]
     if not dry_run and not allow_dirty and todo:
