@@ -70,6 +70,12 @@ class Wrapper:
     returns: bool = False
     public: bool = True
     end: int = 0  # the definition's last line (its body: line..end)
+    # The parameter whose items the made module is called with (`for x in inputs:
+    # script_module(x)`): the example an export of it needs, passed by each caller.
+    example: str | None = None
+    # A wrapper whose body calls other wrappers of its file (and no TorchScript API): their
+    # qualnames. It is fixed with them; its calls are call sites like theirs.
+    derived: list[str] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -85,6 +91,8 @@ class Wrapper:
             "returns": self.returns,
             "public": self.public,
             "end": self.end,
+            "example": self.example,
+            "derived": self.derived,
         }
         for role in ("capture", "saves", "producer", "consumer"):
             value = getattr(self, role)
@@ -108,6 +116,8 @@ class Wrapper:
                 returns=bool(data["returns"]),
                 public=bool(data["public"]),
                 end=int(data.get("end") or data["line"]),
+                example=data.get("example"),
+                derived=list(data.get("derived") or ()),
                 **roles,
             )
         except (ValueError, KeyError, TypeError):
@@ -204,28 +214,84 @@ def is_public(module: str, display: str, name: str) -> bool:
 
 
 def find_wrappers(ctx: PythonContext) -> dict[str, Wrapper]:
-    """The wrappers a file defines at module level, by name."""
+    """The wrappers a file defines at module level, by name: those whose body scripts,
+    saves or loads a parameter, then those that hand a parameter to one of them (a wrapper
+    calling a wrapper of the same file; repeated until nothing more is found)."""
     module = ctx.table.module
     found: dict[str, Wrapper] = {}
+    others = []
     for stmt in ctx.tree.body:
         if isinstance(stmt, _FUNCS):
             wrapper = _analyse(ctx, stmt, module)
             if wrapper is not None:
                 found[stmt.name] = wrapper
+            else:
+                others.append(stmt)
+    for _ in range(4):
+        more = {s.name: w for s in others if (w := _derived(ctx, s, module, found)) is not None}
+        if not more:
+            break
+        found.update(more)
+        others = [s for s in others if s.name not in more]
     return found
 
 
-def _analyse(ctx: PythonContext, func: ast.FunctionDef | ast.AsyncFunctionDef, module: str):
+def _derived(ctx: PythonContext, func, module: str, known: dict[str, Wrapper]) -> Wrapper | None:
+    """`func` as a wrapper of the wrappers it calls: each role of a called wrapper that
+    receives one of `func`'s parameters is `func`'s role too (the API named is the callee)."""
+    if any(
+        isinstance(n, ast.Call) and (ctx.qualname(n.func) or "").startswith("torch.jit.")
+        for n in ast.walk(func)
+    ):
+        return None
+    w = _shell(ctx, func, module)
+    every = set(w.params) | ({w.vararg} if w.vararg else set())
+    for call in sorted(
+        (n for n in ast.walk(func) if isinstance(n, ast.Call)),
+        key=lambda n: (n.lineno, n.col_offset),
+    ):
+        callee = _local_callee(ctx, call, known)
+        args = callee.bound(call) if callee is not None else None
+        if callee is None or args is None:
+            continue
+        for role in ("capture", "saves", "producer", "consumer"):
+            inner = getattr(callee, role)
+            name = _param(args.get(inner.param), every) if inner is not None else None
+            if name is not None and getattr(w, role) is None:
+                setattr(w, role, Role(name, callee.name, call.lineno))
+        if callee.example is not None and w.example is None:
+            w.example = _param(args.get(callee.example), every)
+        if callee.qual not in w.derived:
+            w.derived.append(callee.qual)
+    if w.capture is None and w.saves is None and w.producer is None and w.consumer is None:
+        return None
+    return w
+
+
+def _local_callee(ctx: PythonContext, call: ast.Call, known: dict[str, Wrapper]):
+    func = call.func
+    if isinstance(func, ast.Name) and func.id in known:
+        if ctx.table.binding(func.id, ctx.table.scope_for(func)) is None:
+            return known[func.id]
+    qual = ctx.qualname(func)
+    return next((w for w in known.values() if w.qual == qual), None)
+
+
+def _shell(ctx: PythonContext, func, module: str) -> Wrapper:
+    """A Wrapper of `func` with its parameters and no role yet."""
     args = func.args
     params = [a.arg for a in (*args.posonlyargs, *args.args)]
-    every = {*params, *(a.arg for a in args.kwonlyargs)}
-    if args.vararg is not None:
-        every.add(args.vararg.arg)
     qual = f"{module}.{func.name}" if module else func.name
     w = Wrapper(qual, ctx.path, func.lineno, params, args.vararg.arg if args.vararg else None)
     w.params += [a.arg for a in args.kwonlyargs]  # keyword-only: bound by name only
     w.public = is_public(module, ctx.path, func.name)
     w.end = func.end_lineno or func.lineno
+    return w
+
+
+def _analyse(ctx: PythonContext, func: ast.FunctionDef | ast.AsyncFunctionDef, module: str):
+    w = _shell(ctx, func, module)
+    every = set(w.params) | ({w.vararg} if w.vararg else set())
     made: set[str] = set()  # local names bound to a TorchScript module made here
     nodes = [n for n in ast.walk(func) if not (isinstance(n, _FUNCS) and n is not func)]
     for node in sorted(
@@ -248,7 +314,32 @@ def _analyse(ctx: PythonContext, func: ast.FunctionDef | ast.AsyncFunctionDef, m
             _call(ctx, node, w, every, made)
     if w.capture is None and w.saves is None and w.producer is None and w.consumer is None:
         return None
+    w.example = _example_param(nodes, made, every)
     return w
+
+
+def _example_param(nodes: list[ast.AST], made: set[str], params: set[str]) -> str | None:
+    """`for x in inputs [or ()]:` whose body calls a module made here with `x` alone."""
+    for loop in nodes:
+        if not isinstance(loop, ast.For) or not isinstance(loop.target, ast.Name):
+            continue
+        source = loop.iter
+        if isinstance(source, ast.BoolOp) and isinstance(source.op, ast.Or):
+            source = source.values[0]
+        if not (isinstance(source, ast.Name) and source.id in params):
+            continue
+        for call in (n for s in loop.body for n in ast.walk(s)):
+            if (
+                isinstance(call, ast.Call)
+                and isinstance(call.func, ast.Name)
+                and call.func.id in made
+                and len(call.args) == 1
+                and isinstance(call.args[0], ast.Name)
+                and call.args[0].id == loop.target.id
+                and not call.keywords
+            ):
+                return source.id
+    return None
 
 
 def _maker(ctx: PythonContext, call: ast.Call) -> bool:

@@ -19,6 +19,7 @@ import re
 from collections.abc import Callable, Mapping
 
 from migrate.checks._repo_wrappers import RoundTrip, Wrapper, find_wrappers, round_trip
+from migrate.checks._wrapper_export import export_rewrites
 from migrate.checks.base import Edit, GroupFix, PythonCheck, PythonContext
 from migrate.findings import Applicability, Fix, FixKind
 
@@ -107,8 +108,10 @@ class RepositoryWrapperCall(PythonCheck):
         if calls:
             ctx.facts[CALLS] = calls
         called = {w.qual for _, w in sites} | _used_elsewhere(ctx.repo_facts, index)
+        exported = self._export_group(ctx, local)
         for w in local.values():
-            self._definition(ctx, w, w.qual in called)
+            if not w.derived and w.qual not in exported:
+                self._definition(ctx, w, w.qual in called)
         for call, w in sorted(sites, key=lambda s: (s[0].lineno, s[0].col_offset)):
             self._call_site(ctx, call, w)
 
@@ -134,16 +137,78 @@ class RepositoryWrapperCall(PythonCheck):
             return
         if not called:
             return
+        reason = hold_reason(w, intent, found is not None, why)
+        refused = getattr(self, "_export_refused", None)
+        if intent == "drop" and w.public and refused:
+            reason = f"Not rewritten: it cannot move to torch.export here: {refused}"
+        elif intent is None and w.public and refused:
+            reason = (
+                "Not rewritten: it is public API (users call it and get TorchScript back) and "
+                f"cannot move to torch.export as written: {refused}"
+            )
         ctx.add(
             self.rule,
             start,
             end,
-            f"{head}. {hold_reason(w, intent, found is not None, why)}",
+            f"{head}. {reason}",
             symbol=w.qual,
             fix=FixKind.ASSISTED,
             role="wrapper",
             wrapper=w.qual,
         )
+
+    def _export_group(self, ctx: PythonContext, local: dict[str, Wrapper]) -> set[str]:
+        """Under intent drop, the file's public wrappers move to torch.export together, as one
+        unsafe group (migrate.checks._wrapper_export); the qualnames reported so."""
+        self._export_refused = None
+        public = [w for w in local.values() if w.public and not w.derived]
+        if not public:
+            return set()
+        rewrites, why = export_rewrites(ctx, public)
+        if rewrites is None:
+            self._export_refused = why
+            return set()
+        if self.options.get("intent") != "drop":
+            return set()
+        members: list[tuple[str, ast.AST]] = []
+        for r in rewrites:
+            members += [(self.code, r.node), *r.members]
+        group = GroupFix(members)
+        keys = group.member_keys(ctx)
+        for r in rewrites:
+            w = r.wrapper
+            start = ctx.start(r.node)
+            end = ctx.text.index(r.node.name, start) + len(r.node.name)
+            ctx.add(
+                self.rule,
+                start,
+                end,
+                f"`{w.name}` is a TorchScript wrapper: it {w.describe()}; under intent drop "
+                f"it moves to torch.export with the other wrappers of this file, and every call "
+                f"in the repository with it. API change for outside callers: {r.change}. "
+                "Unsafe: an exported program is specialised to its example's shapes and "
+                "refuses what export cannot capture",
+                symbol=w.qual,
+                edits=r.edits,
+                imports=tuple(dict.fromkeys(r.imports)),
+                applicability="unsafe",
+                group=group,
+                fix=FixKind.AUTO,
+                role="wrapper",
+                wrapper=w.qual,
+            )
+            wanted = {(code, *ctx.index.position(ctx.start(n))) for code, n in r.members}
+            for i, f in enumerate(ctx.findings):
+                if (f.rule, f.line, f.column - 1) in wanted:
+                    ctx.findings[i] = dataclasses.replace(
+                        f,
+                        fix=FixKind.AUTO,
+                        message=f"{f.message.split('; ')[0]}; rewritten with its wrapper "
+                        f"`{w.name}` (MIG121 at line {w.line}): it moves to torch.export",
+                        autofix=Fix((), (), Applicability.UNSAFE, group.name, keys),
+                        data=(*f.data, ("wrapper_body", w.qual)),
+                    )
+        return {w.qual for w in public}
 
     def _rewrite(self, ctx, w, node, found: RoundTrip, start: int, end: int, head: str) -> None:
         """The helper becomes an export round trip; its body findings join the group."""
@@ -207,6 +272,18 @@ class RepositoryWrapperCall(PythonCheck):
         of = f" of `{ctx.source(path)}`" if path is not None and "capture" not in roles else ""
         if path is not None and "capture" in roles:
             of = f" (writes `{ctx.source(path)}`)"
+        extra = {}
+        given = args.get(w.example) if w.example else None
+        if (
+            self.options.get("intent") == "drop"
+            and "capture" in roles
+            and w.example is not None
+            and w.bound(call) is not None
+            and (given is None or (isinstance(given, ast.Constant) and given.value is None))
+        ):
+            # An export of it needs an example this call does not pass: the planner finds
+            # one (migrate.facts.wrappers.call_example) or holds the wrapper's group.
+            extra["example_param"] = w.example
         ctx.report(
             self.rule,
             call,
@@ -220,6 +297,7 @@ class RepositoryWrapperCall(PythonCheck):
             # The wrapper's body (plan.fixplan.join_wrapper_calls: fixed with it).
             wrapper_file=w.display,
             body=f"{w.line}-{w.end or w.line}",
+            **extra,
         )
 
 
@@ -240,9 +318,10 @@ def hold_reason(w: Wrapper, intent: str | None, rewritable: bool, why: str) -> s
         )
     if w.public:
         return (
-            "Not rewritten: it is public API (users call it and get TorchScript back); give it "
-            "an export path (`torch.export.export(model, inputs)`, `torch.export.save` to a "
-            "`.pt2`) and deprecate this one, or keep it under `--intent keep-scriptable`"
+            "Not rewritten: it is public API (users call it and get TorchScript back); under "
+            "`--intent drop` it moves to torch.export (`torch.export.export(model, inputs)`, "
+            "`torch.export.save`/`load`) with every call, an API change for its users, or keep "
+            "it under `--intent keep-scriptable`"
         )
     return (
         f"Not rewritten: {why}; rewrite it to export with example inputs "

@@ -112,6 +112,17 @@ class RepoFacts:
         """Producers whose path is unknown: any consumer may be reading what they write."""
         return [s for s in self.sites if s.role == "producer" and s.key is None]
 
+    def wrapper_example(self, display: str, line: int, column: int, param: str):
+        """(offset, text) passing example inputs to the wrapper call starting there, when
+        the program shows what it calls the module with (migrate.facts.wrappers)."""
+        from migrate.facts.wrappers import wrapper_example
+
+        memo = self.__dict__.setdefault("_examples", {})
+        key = (display, line, column, param)
+        if key not in memo:
+            memo[key] = wrapper_example(self, display, line, column, param)
+        return memo[key]
+
     # ---- values -------------------------------------------------------------------------
     def capture_at(self, display: str, line: int, column: int) -> CaptureValue | None:
         """The script/trace/trace_module call starting there (or the freeze/optimize call

@@ -731,7 +731,7 @@ def apply_units(path: str, text: str, units: Iterable[_Unit], newline: str = "\n
     """The file's text with exactly these units written (one round, no re-analysis), or
     ValueError naming why it cannot be (overlapping edits, invalid code): `apply --test`
     builds each trial's files from a subset of the units this way."""
-    units = list(units)
+    units = [u.view(path) for u in units]  # a unit spanning files: its edits in this one
     if not units:
         return text
     taken, edits = take_units(units)

@@ -498,8 +498,9 @@ class Gate:
                         f"--test: {display} lies outside {self.root}, the folder copied for the "
                         "test runs; migrate one repository at a time"
                     ) from None
-                # A unit's edits are in one file (a wrapper call riding on it is elsewhere).
-                mine = [i for i, u in enumerate(units) if u.path == display]
+                # A unit's edits are in its file and in those of the wrapper calls riding on
+                # it that pass example inputs (plan.units: _Unit.paths).
+                mine = [i for i, u in enumerate(units) if display in u.paths]
                 files.append(FileState(display, path, copy / rel, decoded, mine))
             self._copy = copy
             self._reports = tmp / "reports"

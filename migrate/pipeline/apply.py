@@ -64,7 +64,16 @@ class ApplyResult:
     @property
     def remaining(self) -> list[Finding]:
         fixed_paths = {f.path for f in self.fixes if f.error is None}
-        left = [r for f in self.fixes if f.error is None for r in f.remaining]
+        # A call of a wrapper that moved in this run, found again in a later round of its
+        # file (analysed against the wrapper as it was), is not left either.
+        moved = {a.get("wrapper") for a in self.applied if a.rule == "MIG121"}
+        left = [
+            r
+            for f in self.fixes
+            if f.error is None
+            for r in f.remaining
+            if not (r.rule == "MIG121" and r.get("role") != "wrapper" and r.get("wrapper") in moved)
+        ]
         # A wrapper call fixed with its wrapper (in the wrapper's file) is not left in its own.
         done = {(a.path, a.key) for a in self.applied}
         left += [
@@ -195,7 +204,10 @@ def _run_apply(
     by_path: dict[str, list[Finding]] = {}
     for f in plan.findings:
         by_path.setdefault(f.path, []).append(f)
-    todo = sorted({u.path for u in units})
+    # The files of units spanning files first: a wrapper call's edits (in another file) are
+    # written only after its unit's own file was fixed (_own_rider_fixes).
+    spanning = sorted({u.path for u in units if len(u.paths) > 1})
+    todo = spanning + sorted({p for u in units for p in u.paths} - set(spanning))
     todo = _leave_symlinks(todo, scanner, result)
     todo = [d for d in todo if not _refused_outside(trees, d, result)]
     if not dry_run and not allow_dirty and todo:
@@ -215,7 +227,9 @@ def _run_apply(
     if test_gate is not None:
         _apply_gated(result, scanner, trees, todo, units, by_path, test_gate, dry_run)
         return result
+    riders = _riders_with_edits(units)
     for display in todo:
+        by_path[display] = _own_rider_fixes(by_path.get(display, []), riders, result)
         job = scanner.jobs[display]
         path = Path(job.path)
         read = _read(result, scanner, display, path)
@@ -242,12 +256,39 @@ def _run_apply(
     return result
 
 
+def _riders_with_edits(units: list) -> dict:
+    """(path, key) of each wrapper call with edits of its own -> its unit's file."""
+    return {
+        (f.path, f.key): u.path
+        for u in units
+        for f in u.findings
+        if f.autofix is not None and f.autofix.rides and f.autofix.edits
+    }
+
+
+def _own_rider_fixes(findings: list[Finding], riders: dict, result: ApplyResult) -> list[Finding]:
+    """A wrapper call passing example inputs is written in its own file, as a fix of its
+    own, once its unit's file was fixed (files are fixed in that order); when that file was
+    not, the call is left as it is."""
+    done = {f.path for f in result.fixes if f.error is None and f.changed}
+    out = []
+    for f in findings:
+        unit_path = riders.get((f.path, f.key))
+        if unit_path is not None and f.autofix is not None:
+            kept = unit_path in done or unit_path == f.path
+            fix = dataclasses.replace(f.autofix, rides=()) if kept else None
+            f = dataclasses.replace(f, autofix=fix)
+        out.append(f)
+    return out
+
+
 def _count_riders(result: ApplyResult, units: list) -> None:
     """A wrapper call in another file rides on its wrapper's unit (plan.units): fixed, and
-    counted in the wrapper's file, when every finding it rides on was written there."""
+    counted in the wrapper's file, when every finding it rides on was written there (one
+    with edits of its own is counted in its own file)."""
     fixes = {f.path: f for f in result.fixes if f.error is None and f.changed}
     for unit in units:
-        riders = [f for f in unit.findings if f.path != unit.path]
+        riders = [f for f in unit.findings if f.path != unit.path and not f.autofix.edits]
         fix = fixes.get(unit.path)
         if not riders or fix is None:
             continue
@@ -340,25 +381,30 @@ def _apply_gated(
     once after every test run (Ctrl-C before then leaves the tree as it was)."""
     sources: dict[str, tuple[Path, Decoded]] = {}
     read_digests: dict[str, bytes] = {}
-    gated: list = []
+    dropped: set[int] = set()  # units not gated: a file of theirs cannot take them
     for display in todo:
         path = Path(scanner.jobs[display].path)
         read = _read(result, scanner, display, path)
+        mine = [u for u in units if display in u.paths]
         if read is None:
+            dropped |= {id(u) for u in mine}
             continue
         raw, decoded = read
         read_digests[display] = digest(raw)
-        mine = [u for u in units if u.path == display]
         # Units whose edits overlap an earlier one wait for a later run, as in fix_source.
-        taken = {id(f) for f in take_units(mine)[0]}
-        mine = [u for u in mine if all(id(f) in taken for f in u.findings)]
+        taken = {id(f) for f in take_units([u.view(display) for u in mine])[0]}
+        dropped |= {
+            id(u) for u in mine if any(id(f) not in taken for f in u.view(display).findings)
+        }
+        mine = [u for u in mine if id(u) not in dropped]
         try:
             apply_units(display, decoded.text, mine, decoded.newline)
         except ValueError as exc:
             result.errors.append(FileError(display, f"{exc}; left untouched"))
+            dropped |= {id(u) for u in mine}
             continue
         sources[display] = (path, decoded)
-        gated.extend(mine)
+    gated = [u for u in units if id(u) not in dropped and u.path in sources]
     report = test_gate(gated, sources)
     result.test_report = report
     kept = {id(gated[i]) for i in report.kept}
@@ -366,8 +412,8 @@ def _apply_gated(
         tests = ", ".join(sorted(r.tests))
         result.held.extend(Held(f, f"reverted: it broke {tests}") for f in gated[r.unit].findings)
     for display, (path, decoded) in sources.items():
-        mine = [u for u in gated if id(u) in kept and u.path == display]
-        applied = [f for u in mine for f in u.findings]
+        mine = [u for u in gated if id(u) in kept and display in u.paths]
+        applied = [f for u in mine for f in u.view(display).findings]
         fixed = apply_units(display, decoded.text, mine, decoded.newline)
         done = {id(f) for f in applied}
         remaining = [f for f in by_path[display] if id(f) not in done]

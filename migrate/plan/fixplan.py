@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 
-from migrate.findings import Applicability, Finding, Fix, FixKind
+from migrate.findings import Applicability, Edit, Finding, Fix, FixKind, ImportSpec
 from migrate.plan.units import fix_units
 
 FindingKey = tuple[str, str]  # (path, RULE@line:column)
@@ -132,9 +132,12 @@ def plan_fixes(
     # fix) is judged again for this run's fixes.
     plan = Plan([_unjoined(f) for f in findings])
     for _ in range(20):
+        # Wrapper calls joined to what this round writes: a call that moves with its
+        # wrapper is a writer or reader that moves (loaders_move_with_their_writers).
+        current = join_wrapper_calls(plan.findings, allowed, facts)
         ctx = Context(
-            plan.findings,
-            written_keys(plan.findings, allowed),
+            current,
+            written_keys(current, allowed),
             frozenset(selected),
             facts,
             intent,
@@ -153,7 +156,7 @@ def plan_fixes(
             for f in plan.findings
         ]
     plan.findings = _demote_broken_groups(plan, allowed)
-    plan.findings = join_wrapper_calls(plan.findings, allowed)
+    plan.findings = join_wrapper_calls(plan.findings, allowed, facts)
     return plan
 
 
@@ -182,13 +185,17 @@ _TORCHSCRIPT = ("MIG1", "MIG2")
 
 
 def join_wrapper_calls(
-    findings: list[Finding], allowed: Collection[Applicability]
+    findings: list[Finding], allowed: Collection[Applicability], facts: object | None = None
 ) -> list[Finding]:
-    """MIG121: a call of the repository's own wrapper needs no edit: it is fixed with the
-    wrapper's body, in the wrapper's file. When every TorchScript finding in that body is
-    written in this run, the call becomes auto (safe, or unsafe when one of them is), riding
-    on them (plan.units: written, counted and reverted with them); else it stays assisted,
-    naming the wrapper (its own message)."""
+    """MIG121: a call of the repository's own wrapper is fixed with the wrapper's body, in
+    the wrapper's file. When every TorchScript finding in that body is written in this run,
+    the call becomes auto (safe, or unsafe when one of them is), riding on them (plan.units:
+    written, counted and reverted with them); else it stays assisted, naming the wrapper
+    (its own message). A call that must now pass example inputs (`example_param`: the
+    wrapper moves to torch.export) gets them written in (the facts' `wrapper_example`, the
+    arguments the program calls the module with); one the facts find none for stays, and
+    holds its wrapper (wrappers_wait_for_examples). A wrapper that only calls wrappers of
+    its file (`derived`) has no body findings of its own: its calls ride on those calls'."""
     calls = [
         f
         for f in findings
@@ -203,34 +210,94 @@ def join_wrapper_calls(
     joined: dict[int, Finding] = {}
     for call in calls:
         path = call.get("wrapper_file")
-        start, _, end = str(call.get("body")).partition("-")
-        body = [
-            b
-            for b in by_file.get(path, ())
-            if int(start) <= b.line <= int(end)
-            and b.rule[:4] in _TORCHSCRIPT
-            and not (b.rule == "MIG121" and b.get("role") != "wrapper")
-        ]
+        body = _wrapper_body(by_file, call)
         if not body or any(finding_key(b) not in written for b in body):
             continue
+        edits: tuple = ()
+        imports: tuple = ()
+        if call.get("example_param"):
+            example = _example(facts, call)
+            if example is None:
+                continue
+            edits, imports = example
         unsafe = any(b.applicability is Applicability.UNSAFE for b in body)
         head = call.message.split("; it moves with the wrapper", 1)[0]
         rules = ", ".join(f"{b.rule} at line {b.line}" for b in body[:3])
         more = f" and {len(body) - 3} more" if len(body) > 3 else ""
+        how = (
+            f"it passes the example `{call.get('example_param')}={edits[0].text.split('=', 1)[1]}`"
+            " (what the program calls the module with) and is fixed with the wrapper"
+            if edits
+            else "it needs no edit: it is fixed with the wrapper"
+        )
         joined[id(call)] = dataclasses.replace(
             call,
             fix=FixKind.AUTO,
-            message=f"{head}; it needs no edit: it is fixed with the wrapper, whose body is "
-            f"rewritten in this run ({rules}{more} in {path})",
+            message=f"{head}; {how}, whose body is rewritten in this run ({rules}{more} in {path})",
             data=(*call.data, ("unjoined", call.message)),
             autofix=Fix(
-                (),
-                (),
-                Applicability.UNSAFE if unsafe else Applicability.SAFE,
+                edits,
+                imports,
+                Applicability.UNSAFE if unsafe or edits else Applicability.SAFE,
                 rides=tuple(finding_key(b) for b in body),
             ),
         )
     return [joined.get(id(f), f) for f in findings]
+
+
+def _wrapper_body(by_file: dict[str, list[Finding]], call: Finding, depth: int = 0) -> list:
+    """The TorchScript findings a wrapper call is fixed with: those in its wrapper's body,
+    and, for the calls of other wrappers there (a wrapper calling a wrapper), theirs."""
+    path = call.get("wrapper_file")
+    start, _, end = str(call.get("body")).partition("-")
+    body: list[Finding] = []
+    for b in by_file.get(path, ()):
+        if not int(start) <= b.line <= int(end) or b.rule[:4] not in _TORCHSCRIPT:
+            continue
+        if b.rule != "MIG121" or b.get("role") == "wrapper":
+            body.append(b)
+        elif b.get("body") and depth < 4 and b.get("body") != call.get("body"):
+            inner = _wrapper_body(by_file, b, depth + 1)
+            if not inner:
+                return []
+            body += [i for i in inner if i not in body]
+    return body
+
+
+def _example(facts: object | None, call: Finding):
+    """The edit passing a wrapper call its example inputs, and the import it needs."""
+    if facts is None:
+        return None
+    found = facts.wrapper_example(call.path, call.line, call.column, call.get("example_param"))  # type: ignore[attr-defined]
+    if found is None:
+        return None
+    offset, text = found
+    return (Edit(offset, offset, text),), (ImportSpec.parse("import torch"),)
+
+
+def wrappers_wait_for_examples(ctx: Context) -> dict[FindingKey, str]:
+    """A wrapper that moves to torch.export needs example inputs from every call in the
+    repository: one that passes none, where the facts cannot tell what the program calls
+    the module with, holds the wrapper's group (its calls stay with it)."""
+    holds: dict[FindingKey, str] = {}
+    by_file: dict[str, list[Finding]] = {}
+    for f in ctx.findings:
+        by_file.setdefault(f.path, []).append(f)
+    for call in ctx.findings:
+        if call.rule != "MIG121" or not call.get("example_param") or call.autofix is not None:
+            continue
+        body = [b for b in _wrapper_body(by_file, call) if b.autofix is not None]
+        if not body or _example(ctx.facts, call) is not None:
+            continue
+        reason = (
+            f"its call at {call.path}:{call.line} passes no example "
+            f"`{call.get('example_param')}` and the tool cannot see what the program calls "
+            f"the module with: pass `{call.get('example_param')}=[...]` there (a person must "
+            "choose the shapes)"
+        )
+        for b in body:
+            holds.setdefault(finding_key(b), reason)
+    return holds
 
 
 def _unjoined(f: Finding) -> Finding:
@@ -327,6 +394,12 @@ def _site_where(site) -> str:
     return f"{_where(site.span)}{through}"
 
 
+# A call of the repository's own wrapper (MIG121) writes or reads as its wrapper does: it
+# moves exactly when it is joined to its wrapper's rewrite (join_wrapper_calls).
+_WRITERS = (*PRODUCER_RULES, "MIG121")
+_READERS = (*CONSUMER_RULES, "MIG121")
+
+
 def _stays(ctx: Context, findings: list[Finding]) -> bool:
     """No finding at a site, or one whose fix this run does not write: it stays TorchScript."""
     return not findings or not any(finding_key(f) in ctx.written for f in findings)
@@ -349,6 +422,9 @@ def loaders_move_with_their_writers(ctx: Context) -> dict[FindingKey, str]:
     for site in facts.sites:  # type: ignore[attr-defined]
         rules = CONSUMER_RULES if site.role == "consumer" else PRODUCER_RULES
         mine = [f for f in _at(ctx, rules, *site.span.start) if f.autofix is not None]
+        # A wrapper's own save or load (its path a parameter) moves with the wrapper: the
+        # files are its calls' (MIG121), each a site of its own.
+        mine = [f for f in mine if not f.get("wrapper_body")]
         if not mine or not any(finding_key(f) in ctx.written for f in mine):
             continue
         reason = None
@@ -362,9 +438,7 @@ def loaders_move_with_their_writers(ctx: Context) -> dict[FindingKey, str]:
                     "with `migrate convert` first, then load the file it writes"
                 )
             else:
-                staying = [
-                    p for p in producers if _stays(ctx, _at(ctx, PRODUCER_RULES, *p.span.start))
-                ]
+                staying = [p for p in producers if _stays(ctx, _at(ctx, _WRITERS, *p.span.start))]
                 if staying:
                     reason = (
                         f"`{site.file_name}` is written by {_site_where(staying[0])}, which "
@@ -372,7 +446,7 @@ def loaders_move_with_their_writers(ctx: Context) -> dict[FindingKey, str]:
                     )
         else:
             consumers = facts.consumers_of(site)  # type: ignore[attr-defined]
-            staying = [c for c in consumers if _stays(ctx, _at(ctx, CONSUMER_RULES, *c.span.start))]
+            staying = [c for c in consumers if _stays(ctx, _at(ctx, _READERS, *c.span.start))]
             if staying:
                 reason = (
                     f"`{site.file_name}` is read by {_site_where(staying[0])}, which stays "
@@ -769,6 +843,7 @@ def writers_wait_for_native_readers(ctx: Context) -> dict[FindingKey, str]:
 
 
 PLANNING_RULES: list[PlanningRule] = [
+    wrappers_wait_for_examples,
     only_what_warns_changes,
     writers_wait_for_native_readers,
     tracer_filters_stay_while_traces_do,

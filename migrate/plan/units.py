@@ -51,6 +51,39 @@ class _Unit:
         """The file its edits change (riders, in other files, come after its own findings)."""
         return self.findings[0].path
 
+    @property
+    def paths(self) -> list[str]:
+        """Its file, then those of riders that carry edits of their own (a wrapper call
+        passing the example inputs its wrapper's rewrite needs)."""
+        out = [self.path]
+        for f in self.findings:
+            if f.autofix is not None and f.autofix.rides and f.autofix.edits:
+                if f.path not in out:
+                    out.append(f.path)
+        return out
+
+    def view(self, path: str) -> _Unit:
+        """What this unit writes in one file: in its own, its edits and findings with the
+        riders that need no edit (counted there); in a rider's file, that rider's edits."""
+        if path == self.path:
+            return _Unit(
+                [f for f in self.findings if f.path == path or not _edits_of(f)],
+                [
+                    *self.edits,
+                    *(e for f in self.findings if f.path == path for e in _rider_edits(f)),
+                ],
+            )
+        mine = [f for f in self.findings if f.path == path and _rider_edits(f)]
+        return _Unit(mine, sorted(e for f in mine for e in _rider_edits(f)))
+
+
+def _rider_edits(f: Finding) -> tuple[Edit, ...]:
+    return f.autofix.edits if f.autofix is not None and f.autofix.rides else ()
+
+
+def _edits_of(f: Finding) -> tuple[Edit, ...]:
+    return f.autofix.edits if f.autofix is not None else ()
+
 
 def fix_units(
     findings: Iterable[Finding], allowed: Collection[Applicability] = WRITABLE

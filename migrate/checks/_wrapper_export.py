@@ -1,0 +1,204 @@
+"""Under `--intent drop`: the repository's public TorchScript wrappers move to torch.export
+(issue 27 item 7), keeping their names and parameters.
+
+A maintainer who drops TorchScript keeps `convert_to_torchscript(model, filename_or_obj,
+extra_files, verify, inputs)` callable as it was called, and changes what it makes: the
+module is exported with its own `inputs` parameter as the example (the one it already calls
+the made module with, `for x in inputs: script_module(x)`), saved with `torch.export.save(...,
+extra_files=...)`, loaded with `torch.export.load(..., extra_files=...).module()`. What the
+functions give back changes (an `ExportedProgram`, an `nn.Module` running the export graph),
+and callers must pass example inputs: an API change for outside callers, said in the finding.
+
+The wrappers of one file are rewritten together or not at all (what one makes, the next one
+saves; what that one writes, the third reads): `export_rewrites` gives every public wrapper's
+rewrite, or None and the reason of the first that cannot be. A body is rewritten only when
+all its TorchScript calls are of the forms below; anything else refuses, naming it:
+
+- `s = torch.jit.script(param)`, with `s` only called, saved or returned, and an example
+  parameter (`Wrapper.example`); a guard raising a clear error when no example is passed;
+- `torch.jit.save(obj, path[, extra])` of what it scripted or of a parameter;
+- `torch.jit.load(path[, map_location][, extra])`.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from migrate.checks._repo_wrappers import LOADS, SAVE, Wrapper
+from migrate.checks.base import Edit, PythonContext
+
+_FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+@dataclass
+class Rewrite:
+    """One wrapper's export body: its edits, the TorchScript calls they replace (the group's
+    members: (rule, call)) and the API change its outside callers see."""
+
+    wrapper: Wrapper
+    node: ast.FunctionDef | ast.AsyncFunctionDef
+    edits: list[Edit] = field(default_factory=list)
+    members: list[tuple[str, ast.Call]] = field(default_factory=list)
+    imports: list[str] = field(default_factory=list)
+    change: str = ""
+
+
+def export_rewrites(
+    ctx: PythonContext, wrappers: list[Wrapper]
+) -> tuple[list[Rewrite] | None, str]:
+    out = []
+    for w in wrappers:
+        found, why = _rewrite(ctx, w)
+        if found is None:
+            return None, f"`{w.name}` {why}"
+        out.append(found)
+    return out, ""
+
+
+def _rewrite(ctx: PythonContext, w: Wrapper) -> tuple[Rewrite | None, str]:
+    func = next(s for s in ctx.tree.body if isinstance(s, _FUNCS) and s.lineno == w.line)
+    parents = {id(c): p for p in ast.walk(func) for c in ast.iter_child_nodes(p)}
+    out = Rewrite(w, func)
+    made: set[str] = set()
+    calls = sorted(
+        (n for n in ast.walk(func) if isinstance(n, ast.Call)),
+        key=lambda n: (n.lineno, n.col_offset),
+    )
+    for call in calls:
+        api = ctx.qualname(call.func) or ""
+        if not api.startswith("torch.jit."):
+            continue
+        if api == "torch.jit.script":
+            why = _capture(ctx, w, call, parents, out, made)
+        elif api == SAVE:
+            why = _save(ctx, w, call, out, made)
+        elif api in LOADS and api == "torch.jit.load":
+            why = _load(ctx, call, out)
+        else:
+            why = (
+                f"calls `{api}`, which this rewrite does not move (it moves "
+                "`torch.jit.script`, `save` and `load`)"
+            )
+        if why:
+            return None, why
+    for name in made:
+        why = _uses(ctx, func, name, parents, out)
+        if why:
+            return None, why
+    out.change = _change(w, made)
+    return out, ""
+
+
+def _capture(ctx, w: Wrapper, call: ast.Call, parents, out: Rewrite, made: set[str]) -> str:
+    holder = parents.get(id(call))
+    if not (
+        isinstance(holder, ast.Assign)
+        and len(holder.targets) == 1
+        and isinstance(holder.targets[0], ast.Name)
+    ):
+        return "does not bind what it scripts to one name"
+    if w.capture is None or w.example is None:
+        return (
+            "never calls what it scripts with a parameter's items (`for x in inputs: "
+            "module(x)`), so no parameter holds the example inputs export needs"
+        )
+    target = call.args[0] if call.args else None
+    if target is None or call.keywords or len(call.args) != 1:
+        return "scripts with arguments export does not take"
+    export, imports = ctx.spell("torch.export.export")
+    out.imports += imports
+    ex = w.example
+    indent = " " * holder.col_offset
+    guard = (
+        f'if not {ex}:\n{indent}    raise ValueError("{w.name} exports with torch.export: '
+        f'pass example `{ex}`")\n{indent}'
+    )
+    start = ctx.start(holder)
+    out.edits.append(Edit(start, start, guard))
+    out.edits.append(Edit(*ctx.span(call), f"{export}({ctx.source(target)}, ({ex}[0],))"))
+    out.members.append(("MIG101", call))
+    made.add(holder.targets[0].id)
+    return ""
+
+
+def _save(ctx, w: Wrapper, call: ast.Call, out: Rewrite, made: set[str]) -> str:
+    obj = call.args[0] if call.args else None
+    if not isinstance(obj, ast.Name) or not (obj.id in made or obj.id in w.params):
+        return "saves something other than what it exports or is given"
+    save, imports = ctx.spell("torch.export.save")
+    out.imports += imports
+    out.edits.append(Edit(*ctx.span(call.func), save))
+    if len(call.args) > 3:
+        return "saves with arguments `torch.export.save` does not take"
+    if len(call.args) == 3:  # torch.jit.save(m, f, _extra_files)
+        start = ctx.start(call.args[2])
+        out.edits.append(Edit(start, start, "extra_files="))
+    for kw in call.keywords:
+        if kw.arg != "_extra_files":
+            return f"saves with `{kw.arg}=`, which `torch.export.save` does not take"
+        start = ctx.start(kw)
+        out.edits.append(Edit(start, start + len("_extra_files"), "extra_files"))
+    out.members.append(("MIG201", call))
+    return ""
+
+
+def _load(ctx, call: ast.Call, out: Rewrite) -> str:
+    given = dict(zip(("f", "map_location", "_extra_files"), call.args, strict=False))
+    for kw in call.keywords:
+        if kw.arg not in ("f", "map_location", "_extra_files"):
+            return f"loads with `{kw.arg}=`, which `torch.export.load` does not take"
+        given[kw.arg] = kw.value
+    if len(call.args) > 3 or "f" not in given:
+        return "loads with arguments `torch.export.load` does not take"
+    load, imports = ctx.spell("torch.export.load")
+    out.imports += imports
+    args = ctx.source(given["f"])
+    if "_extra_files" in given:
+        args += f", extra_files={ctx.source(given['_extra_files'])}"
+    text = f"{load}({args}).module()"
+    if "map_location" in given:
+        text += f".to({ctx.source(given['map_location'])})"
+    out.edits.append(Edit(*ctx.span(call), text))
+    out.members.append(("MIG202", call))
+    return ""
+
+
+def _uses(ctx, func, name: str, parents, out: Rewrite) -> str:
+    """What the body does with the module it made: calls become `.module()` calls; a save
+    or a return of it stays as written (the program is saved, or returned)."""
+    for node in ast.walk(func):
+        if not (isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)):
+            continue
+        holder = parents.get(id(node))
+        if isinstance(holder, ast.Call) and holder.func is node:
+            end = ctx.end(node)
+            out.edits.append(Edit(end, end, ".module()"))
+        elif isinstance(holder, ast.Return):
+            continue
+        elif isinstance(holder, ast.Call) and holder.args[:1] == [node]:
+            if ctx.qualname(holder.func) != SAVE:
+                return f"hands what it scripts to `{ctx.source(holder.func)}`"
+        else:
+            return f"uses what it scripts other than by calling, saving or returning it (`{name}`)"
+    return ""
+
+
+def _change(w: Wrapper, made: set[str]) -> str:
+    """The API change outside callers see."""
+    parts = []
+    if made:
+        parts.append(
+            f"needs example `{w.example}` (export specialises to their shapes) and returns a "
+            "`torch.export.ExportedProgram` (run it with `.module()`)"
+        )
+    if w.saves is not None and not made:
+        parts.append("takes a `torch.export.ExportedProgram`")
+    if w.producer is not None:
+        parts.append("writes a `torch.export.save` archive")
+    if w.consumer is not None:
+        parts.append(
+            "reads `torch.export.save` archives and gives the program's `.module()`; archives "
+            "of its TorchScript version no longer load (`migrate convert` converts them)"
+        )
+    return f"`{w.name}` keeps its name and parameters; it now " + ", ".join(parts)
