@@ -30,7 +30,7 @@ FindingKey = tuple[str, str]  # (path, RULE@line:column)
 # Rules whose fix makes a traced capture go away (MIG118 asks whether any stays).
 TRACE_RULES = ("MIG102", "MIG103")
 CAPTURE_RULES = ("MIG101", "MIG102", "MIG103")
-PRODUCER_RULES = ("MIG201", "MIG204")
+PRODUCER_RULES = ("MIG201", "MIG204", "MIG140")
 CONSUMER_RULES = ("MIG202", "MIG205")
 # Fixes that remove what the scripting compiler reads (decorators, type hints): right only
 # once nothing scripts that code.
