@@ -133,7 +133,8 @@ def same_numbers(after, before, rtol: float = 1e-4, atol: float = 1e-5) -> bool:
 
 
 def cause(finding: dict) -> str:
-    """The reason a finding stays, with line numbers left out so alike reasons group."""
+    """The reason a finding stays, with line numbers and quoted names left out so alike
+    reasons group."""
     message = finding["message"]
     for marker in ("not rewritten: ", "not applied: "):
         if marker in message:
@@ -143,6 +144,8 @@ def cause(finding: dict) -> str:
         message = f"{finding['fix']}: {message}"
     message = re.sub(r":\d+(:\d+)?\b", ":N", message)
     message = re.sub(r"\bline \d+", "line N", message)
+    # Names and code quoted in backticks vary per site; the reason does not.
+    message = re.sub(r"`[^`]*`", "`…`", message)
     return f"{finding['rule']} {message}"
 
 
