@@ -2,6 +2,7 @@
 
     python benchmarks/fix_share.py [--baseline CHECKOUT] [REPO ...]
     python benchmarks/fix_share.py --corpus PKG [PKG ...]   (e.g. torchvision timm transformers)
+    python benchmarks/fix_share.py --kept [REPO ...]         (what each sample's check keeps)
 
 For each sample repository under fixtures/repos/ (each safety case on its own): the findings
 `migrate scan` reports, and the fixes `migrate apply --dry-run` would write (safe only; with
@@ -9,7 +10,9 @@ For each sample repository under fixtures/repos/ (each safety case on its own): 
 The share is fixes / findings. `--baseline` runs another checkout of the tool (for example
 `git worktree add /tmp/base 469f4b5`) on the same repositories, side by side; a checkout
 without `--intent` gets no intent columns. This counts what would be written, not whether
-the program still runs: the sample repositories' own tests check that (tests/test_*_repo.py).
+the program still runs: the sample repositories' own tests check that (tests/test_*_repo.py),
+and `--kept` measures it (benchmarks/kept_share.py: `apply --unsafe-fixes --intent I --test
+CHECK` on a copy of each sample with a runnable check; what the tests keep).
 
 `--corpus` measures installed packages instead (the scan corpus of real code that
 benchmarks/real_scan_bench.py times): each package's Python sources are copied into a
@@ -54,7 +57,7 @@ def sample_repositories() -> list[tuple[str, Path]]:
     return [(name, path) for name, path in found if path.is_dir()]
 
 
-def migrate(code: Path, *args: str) -> subprocess.CompletedProcess:
+def migrate(code: Path, *args: str, cwd: Path | str = "/") -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(code), "MIGRATE_CACHE_DIR": "/tmp/fix-share-cache"}
     return subprocess.run(
         # From a neutral folder: `python -m` puts the working folder before PYTHONPATH.
@@ -62,7 +65,7 @@ def migrate(code: Path, *args: str) -> subprocess.CompletedProcess:
         env=env,
         capture_output=True,
         text=True,
-        cwd="/",
+        cwd=cwd,
     )
 
 
@@ -109,8 +112,19 @@ def main() -> None:
     parser.add_argument(
         "--corpus", nargs="+", metavar="PKG", help="measure installed packages' sources instead"
     )
+    parser.add_argument(
+        "--kept",
+        action="store_true",
+        help="apply --test each sample's own check: what the tests keep (benchmarks/kept_share.py)",
+    )
     parser.add_argument("repos", nargs="*", help="names as printed (default: all)")
     args = parser.parse_args()
+    if args.kept:
+        from kept_share import measure_kept
+
+        os.nice(10)  # a benchmark: every process it starts runs niced too
+        measure_kept(sample_repositories(), args.repos, args.baseline or ROOT)
+        return
     sides = [("this", ROOT)] + ([("baseline", args.baseline)] if args.baseline else [])
     head = f"{'repository':<26} {'find':>4}  " + " ".join(f"{k:>8}" for k in RUNS)
     totals = {side: dict.fromkeys(["findings", *RUNS], 0) for side, _ in sides}

@@ -75,7 +75,7 @@ def test_to_torchscript_of_another_class_writes_nothing(tmp_path):
 
 
 def test_scan_finds_to_torchscript_in_a_file_without_jit(tmp_path):
-    """The prefilter lets `to_torchscript` through; the loader is held by its producer."""
+    """The prefilter lets `to_torchscript` through; the loader is linked to its producer."""
     tree = tmp_path / "app"
     shutil.copytree(SAMPLE, tree)
     scan = run_cli(["scan", "--format", "json", "."], tree, clean_env(tmp_path))
@@ -83,9 +83,9 @@ def test_scan_finds_to_torchscript_in_a_file_without_jit(tmp_path):
     found = {(f["path"], f["line"], f["rule"]): f for f in json.loads(scan.stdout)["findings"]}
     assert ("app/publish.py", 16, "MIG140") in found
     assert ("app/publish.py", 21, "MIG140") in found
-    held = found[("app/serve.py", 9, "MIG202")]
-    assert held["fix"] == "assisted"
-    assert "written by app/publish.py:16, which stays TorchScript" in held["message"]
+    # The load moves with the Lightning save that writes its file (both unsafe fixes).
+    loader = found[("app/serve.py", 9, "MIG202")]
+    assert (loader["fix"], loader["applicability"]) == ("auto", "unsafe"), loader
     # The stand-in package is installed code, and a docstring mention is no finding.
     assert not [k for k in found if k[0].startswith("site-packages")]
     assert not [k for k in found if k[0] == "app/model.py" and k[2] == "MIG140"]
@@ -113,11 +113,15 @@ def test_lightning_sample_runs_the_same_after_apply(tmp_path):
             "".join((tree / "app" / name).read_text(encoding="utf-8").split())
             for name in ("publish.py", "serve.py", "model.py")
         )
-        assert "model.to_torchscript(file_path=CLASSIFIER_PATH," in publish
-        # A trace whose result is only called becomes export, with --unsafe-fixes only.
+        # With --unsafe-fixes only: a trace whose result is only called becomes export, and
+        # the Lightning save moves to torch.export.save together with its loader.
         rewritten = "torch.export.export(model.eval()," in publish
         assert rewritten == (mode == "unsafe"), f"[{mode}] {publish}"
-        assert "torch.jit.load(CLASSIFIER_PATH)" in serve
+        saved = "torch.export.save(torch.export.export(model.eval()," in publish
+        assert saved == (mode == "unsafe"), f"[{mode}] {publish}"
+        assert ("model.to_torchscript(file_path=CLASSIFIER_PATH," in publish) != saved
+        loaded = "torch.export.load(CLASSIFIER_PATH).module()" in serve
+        assert loaded == saved and ("torch.jit.load(CLASSIFIER_PATH)" in serve) != saved
         # The scaler's trace is only called: it becomes the eager module, a safe fix.
         assert "scaler=Scaler()" in model and "torch.jit.trace" not in model, f"[{mode}] {model}"
         trees[mode] = tree
@@ -125,6 +129,33 @@ def test_lightning_sample_runs_the_same_after_apply(tmp_path):
     expected = numbers(runs["original"], "original")
     for mode in MODES:
         assert_same_numbers(numbers(runs[mode], mode), expected)
+
+
+def test_lightning_save_moves_with_its_loader_and_a_script_only_called_goes_eager(tmp_path):
+    """The sample's `to_torchscript(file_path=CLASSIFIER_PATH, method="trace")` (its result
+    unused) is exported, with a dynamic batch, and saved; the `torch.jit.load` of that file in
+    serve.py moves with it; `scripted = model.to_torchscript()` only called becomes the
+    module in eval mode. All 5 findings are written (2 before: both stayed assisted)."""
+    tree = tmp_path / "app"
+    shutil.copytree(SAMPLE, tree)
+    dry = run_cli(
+        ["apply", "--dry-run", "--allow-dirty", "--unsafe-fixes", "."], tree, clean_env(tmp_path)
+    )
+    assert "Would fix 5 findings" in dry.stdout, dry.stdout + dry.stderr
+    # The added lines, without whitespace: rewritten calls are wrapped to the line length.
+    added = "".join(
+        "".join(line[1:].split()) for line in dry.stdout.splitlines() if line.startswith("+ ")
+    )
+    export = "torch.export.save(torch.export.export(model.eval(),(model.example_input_array,),"
+    assert export in added
+    assert "dynamic_shapes=({0:torch.export.Dim.AUTO},)" in added
+    assert "classifier=torch.export.load(CLASSIFIER_PATH).module()" in added
+    assert "scripted=model.eval()" in added
+    # Plain apply (safe fixes only): the pair stays TorchScript together.
+    safe = run_cli(["apply", "--dry-run", "--allow-dirty", "."], tree, clean_env(tmp_path))
+    assert (
+        "+    classifier = torch.export" not in safe.stdout and "Would fix 1 finding" in safe.stdout
+    )
 
 
 def test_lightning_through_the_repositorys_own_modules(tmp_path):

@@ -246,3 +246,63 @@ def test_with_an_intent_importers_of_a_scripted_function_get_the_plain_one(tmp_p
     for intent in ("drop", "keep-scriptable"):
         (fixed,) = [f for f in _scan(root, "--intent", intent)["findings"] if f["rule"] == "MIG101"]
         assert fixed["fix"] == "auto", fixed["message"]
+
+
+EXTRAS = {
+    "pkg/__init__.py": "",
+    "pkg/model.py": """\
+        import torch
+        from torch import nn
+
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 2)
+
+            @torch.jit.export
+            def embed(self, x):
+                return self.fc(x)
+
+            def forward(self, x):
+                return self.embed(x).relu()
+        """,
+    "pkg/speed.py": """\
+        import torch
+
+        torch._C._jit_set_profiling_executor(False)
+        flag = torch._C._jit_set_texpr_fuser_enabled(False)
+        """,
+}
+
+
+def test_drop_removes_export_decorators_and_executor_switches_once_nothing_scripts(tmp_path):
+    """Under drop, `@torch.jit.export` (MIG105) goes like `@torch.jit.ignore`, and a statement
+    that only switches TorchScript's executor (MIG119) goes, unsafe; a switch whose result is
+    kept stays manual. Without an intent both stay as before (assisted / manual)."""
+    root = write_tree(tmp_path / "repo", EXTRAS)
+    by_rule = {
+        (f["rule"], f["line"]): f["fix"] for f in _scan(root, "--intent", "drop")["findings"]
+    }
+    assert by_rule == {("MIG105", 10): "auto", ("MIG119", 3): "auto", ("MIG119", 4): "manual"}
+    diff = _diff(root, "--intent", "drop")
+    assert "-    @torch.jit.export\n" in diff
+    assert "-torch._C._jit_set_profiling_executor(False)\n" in diff
+    assert "-flag" not in diff
+    plain = {(f["rule"], f["line"]): f["fix"] for f in _scan(root)["findings"]}
+    assert plain == {("MIG105", 10): "assisted", ("MIG119", 3): "manual", ("MIG119", 4): "manual"}
+
+
+def test_drop_keeps_export_decorators_and_executor_switches_while_a_script_stays(tmp_path):
+    root = write_tree(tmp_path / "repo", EXTRAS)
+    # It scripts Net, and its `.code` only exists on a TorchScript module: the script stays.
+    (root / "show.py").write_text(
+        "import torch\n\nfrom pkg.model import Net\n\n\ndef show():\n"
+        "    scripted = torch.jit.script(Net())\n    return scripted.code\n",
+        encoding="utf-8",
+    )
+    found = _scan(root, "--intent", "drop")["findings"]
+    held = {f["rule"]: f for f in found if f["rule"] in ("MIG105", "MIG119") and f["line"] != 4}
+    assert {r: f["fix"] for r, f in held.items()} == {"MIG105": "assisted", "MIG119": "assisted"}
+    assert "`Net` is still scripted at show.py:7" in held["MIG105"]["message"]
+    assert "`torch.jit.script` at show.py:7 stays" in held["MIG119"]["message"]

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import ast
 
+from migrate.checks._edits import remove_decorator
 from migrate.checks.base import PythonCheck, PythonContext, Reference
-from migrate.findings import FixKind
+from migrate.findings import Applicability, FixKind
 
 
 class JitExportMethod(PythonCheck):
@@ -16,6 +17,22 @@ class JitExportMethod(PythonCheck):
         if ref.role in ("decorator", "decorator_call") and isinstance(
             owner, (ast.FunctionDef, ast.AsyncFunctionDef)
         ):
+            if self.options.get("intent") == "drop":
+                # Nothing will script the class (the planner holds this while a script of
+                # it stays): the method is a plain one, called as before.
+                decorator = ref.call if ref.role == "decorator_call" else ref.node
+                ctx.report(
+                    self.rule,
+                    decorator,
+                    f"`@torch.jit.export` only adds `{owner.name}` to a scripted module's "
+                    "methods (intent drop): the decorator goes, the method stays a plain one; "
+                    "to lower it to ExecuTorch too, export a module whose forward calls it",
+                    symbol=ref.qualname,
+                    fix=FixKind.AUTO,
+                    applicability=Applicability.SAFE,
+                    edits=[remove_decorator(ctx, decorator)],
+                )
+                return
             ctx.report(
                 self.rule,
                 ref.call or ref.node,

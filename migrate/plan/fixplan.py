@@ -30,7 +30,7 @@ FindingKey = tuple[str, str]  # (path, RULE@line:column)
 # Rules whose fix makes a traced capture go away (MIG118 asks whether any stays).
 TRACE_RULES = ("MIG102", "MIG103")
 CAPTURE_RULES = ("MIG101", "MIG102", "MIG103")
-PRODUCER_RULES = ("MIG201", "MIG204")
+PRODUCER_RULES = ("MIG201", "MIG204", "MIG140")
 CONSUMER_RULES = ("MIG202", "MIG205")
 # Fixes that remove what the scripting compiler reads (decorators, type hints): right only
 # once nothing scripts that code.
@@ -744,6 +744,23 @@ def questions_fold_once_nothing_stays(ctx: Context) -> dict[FindingKey, str]:
     return holds
 
 
+def executor_switches_go_with_the_last_script(ctx: Context) -> dict[FindingKey, str]:
+    """Under `drop`, a TorchScript executor switch (MIG119, `torch._C._jit_set_*`) goes only
+    when nothing in the repository scripts or traces code any more: it is process-wide."""
+    switches = _with_fix(ctx, ("MIG119",))
+    if ctx.intent != "drop" or not switches:
+        return {}
+    symbols = _SCRIPTING_SYMBOLS | _TRACING_SYMBOLS
+    staying = [f for f in ctx.findings if f.symbol in symbols and finding_key(f) not in ctx.written]
+    if not staying:
+        return {}
+    why = (
+        f"`{staying[0].symbol}` at {staying[0].path}:{staying[0].line} stays "
+        f"({staying[0].rule}), and the setting applies to it"
+    )
+    return {finding_key(f): why for f in switches}
+
+
 def _asking(ctx: Context, name: str) -> list[Finding]:
     return [f for f in _with_fix(ctx, ("MIG110",)) if f.symbol.rsplit(".", 1)[-1] == name]
 
@@ -855,5 +872,6 @@ PLANNING_RULES: list[PlanningRule] = [
     branches_wait_for_scripts,
     typing_stays_while_scripted,
     questions_fold_once_nothing_stays,
+    executor_switches_go_with_the_last_script,
     interfaces_go_with_every_use,
 ]
