@@ -15,6 +15,10 @@ conversion is killed at ``--timeout``). The table prints both times, both result
 tool's recovery path and the ratio; the totals and the median ratio close it.
 
 Run:  python benchmarks/convert_vs_bare.py [--quick] [--only NAME] [--timeout 300]
+      [--json rows.json]   (the rows so far are rewritten after every archive)
+      python benchmarks/convert_vs_bare.py --table-from rows.json   (the README's table)
+Both workers run with the same torch thread count (``--threads``, default 1), and each
+reports its wall and CPU seconds: on a shared machine the CPU ratio is the steadier one.
 Needs timm, torchvision and transformers (``pip install --no-deps timm torchvision==0.28.0
 transformers safetensors`` next to torch 2.13); the architectures of a missing package are
 skipped with a note.
@@ -25,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -37,6 +42,8 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+
+from migrate.verify.errors import one_line  # noqa: E402  (no torch import)
 
 
 def _torchvision_ops() -> None:
@@ -190,9 +197,11 @@ def _archive(name: str, kind: str, size: int, folder: Path) -> tuple[Path, str]:
 # --------------------------------------------------------------------------- the workers
 
 
-def _worker(way: str, archive: str, shape: str, out: str) -> dict[str, Any]:
+def _worker(way: str, archive: str, shape: str, out: str, threads: int) -> dict[str, Any]:
     """One conversion, timed after the imports; prints its result as a JSON line."""
     import torch
+
+    torch.set_num_threads(threads)  # the same for both ways: a fair ratio on a shared machine
     from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
     from executorch.exir import to_edge_transform_and_lower
     from torch._export.converter import TS2EPConverter
@@ -202,7 +211,11 @@ def _worker(way: str, archive: str, shape: str, out: str) -> dict[str, Any]:
     from migrate.verify.pipeline import run_convert
 
     example = inp.example_from_options(None, [shape], 0, 1, None)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
+
+    def spent() -> dict[str, float]:
+        return {"seconds": time.perf_counter() - start, "cpu": time.process_time() - cpu}
+
     try:
         if way == "bare":
             with quiet():
@@ -210,26 +223,29 @@ def _worker(way: str, archive: str, shape: str, out: str) -> dict[str, Any]:
                 ep = TS2EPConverter(ts, tuple(example)).convert()
                 pm = to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()])
                 Path(out).write_bytes(pm.to_executorch().buffer)
-            return {"ok": True, "seconds": time.perf_counter() - start, "path": "converter"}
-        # The archives are built by this script from code: trusted (the audit refuses some
-        # scripted timm code, "a module used as a value", which the bare path never checks).
+            return {"ok": True, **spent(), "path": "converter"}
+        # The archives are built by this script from code: trusted, as the bare path trusts
+        # them (it never audits).
         res = run_convert(archive, None, [shape], Path(out), trust=True)
         rec = res.recoveries["forward"]
         return {
             "ok": res.mismatch is None,
-            "seconds": time.perf_counter() - start,
+            **spent(),
             "path": f"{rec.path} / {rec.lower_path}",
+            "why": rec.why,
             "error": res.mismatch,
             "timings": {k: round(v, 2) for k, v in res.timings.items()},
         }
     except VerifyError as exc:
-        return {"ok": False, "seconds": time.perf_counter() - start, "error": str(exc)}
+        return {"ok": False, **spent(), "error": str(exc)}
     except Exception as exc:
-        return {"ok": False, "seconds": time.perf_counter() - start, "error": describe(exc)}
+        return {"ok": False, **spent(), "error": describe(exc)}
 
 
-def _measure(way: str, archive: Path, shape: str, out: Path, timeout: float) -> dict[str, Any]:
-    cmd = [sys.executable, __file__, "--worker", way, str(archive), shape, str(out)]
+def _measure(
+    way: str, archive: Path, shape: str, out: Path, timeout: float, threads: int
+) -> dict[str, Any]:
+    cmd = [sys.executable, __file__, "--worker", way, str(archive), shape, str(out), str(threads)]
     env = dict(os.environ, PYTHONPATH=str(REPO))
     try:
         proc = subprocess.run(
@@ -255,6 +271,72 @@ def _cell(r: dict[str, Any]) -> str:
     return f"{secs:>8} {'ok' if r['ok'] else 'FAIL':<4}"
 
 
+def _ratio(row: dict[str, Any], key: str) -> float | None:
+    """tool / bare in ``key`` (seconds or cpu) where both converted, else None."""
+    bare, tool = row["bare"], row["tool"]
+    if not (bare["ok"] and tool["ok"]) or not bare.get(key) or tool.get(key) is None:
+        return None
+    return tool[key] / bare[key]
+
+
+def summary(rows: list[dict[str, Any]]) -> list[str]:
+    """The closing lines: who converts what, and the median ratios where both convert."""
+    both = [r for r in rows if _ratio(r, "seconds") is not None]
+    out = [
+        f"total: {len(rows)} archives; bare converts {sum(r['bare']['ok'] for r in rows)}, "
+        f"the tool {sum(r['tool']['ok'] for r in rows)}; the tool only: "
+        f"{sum(r['tool']['ok'] and not r['bare']['ok'] for r in rows)}; bare only: "
+        f"{sum(r['bare']['ok'] and not r['tool']['ok'] for r in rows)}"
+    ]
+    if both:
+        cpu = [x for x in (_ratio(r, "cpu") for r in both) if x is not None]
+        out.append(
+            f"where both convert ({len(both)}): bare {sum(r['bare']['seconds'] for r in both):.1f}"
+            f" s, tool {sum(r['tool']['seconds'] for r in both):.1f} s in total; median ratio "
+            f"{statistics.median(_ratio(r, 'seconds') for r in both):.2f}x wall"
+            + (f", {statistics.median(cpu):.2f}x CPU" if cpu else "")
+        )
+    return out
+
+
+def _md_cell(r: dict[str, Any]) -> str:
+    secs = r.get("seconds")
+    if secs is None:
+        return str(r.get("error") or "no result")
+    text = f"{secs:.1f} s" + (f" ({r['cpu']:.1f} s CPU)" if r.get("cpu") is not None else "")
+    if r["ok"]:
+        return text + " ok"
+    err = str(r.get("error") or "")
+    cls = re.search(r"([A-Z]\w*(?:Error|Exception|Node|Violation\w*))", err)
+    return f"{text}, fails (`{cls.group(1) if cls else err[:60]}`)"
+
+
+def table(rows: list[dict[str, Any]]) -> list[str]:
+    """The README's table (Markdown) of ``rows`` and its summary lines."""
+    out = [
+        "| archive | bare | tool | ratio (wall / CPU) | tool's path / lowering |",
+        "|---|---|---|---:|---|",
+    ]
+    for row in rows:
+        wall, cpu = _ratio(row, "seconds"), _ratio(row, "cpu")
+        ratio = "-" if wall is None else f"{wall:.2f} / {'-' if cpu is None else f'{cpu:.2f}'}"
+        tool = row["tool"]
+        path = (tool.get("path") or "-") if tool["ok"] else one_line(tool.get("error"), 160)
+        out.append(f"| {row['archive']} | {_md_cell(row['bare'])} | {_md_cell(tool)} | "
+                   f"{ratio} | {path} |")  # fmt: skip
+    return [*out, "", *summary(rows)]
+
+
+def _write_rows(path: Path, rows: list[dict[str, Any]]) -> None:
+    """The rows so far, replaced whole (a reader never sees half a file)."""
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w") as fh:
+        fh.write(json.dumps(rows, indent=2) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    tmp.replace(path)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", action="append", help="architectures whose name contains this")
@@ -262,20 +344,31 @@ def main() -> int:
     ap.add_argument("--kind", choices=("trace", "script"), help="only traced or scripted")
     ap.add_argument("--size", type=int, default=64, help="image side (default 64)")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per conversion")
-    ap.add_argument("--json", type=Path, help="also write the rows to this file")
-    ap.add_argument("--worker", nargs=4, help=argparse.SUPPRESS)
+    ap.add_argument("--threads", type=int, default=1, help="torch threads of both workers")
+    ap.add_argument("--json", type=Path, help="write the rows to this file after every archive")
+    ap.add_argument("--table-from", type=Path, metavar="JSON", help="print the table of a --json")
+    ap.add_argument("--worker", nargs=5, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
-        print(json.dumps(_worker(*args.worker)), flush=True)
+        way, archive, shape, out, threads = args.worker
+        print(json.dumps(_worker(way, archive, shape, out, int(threads))), flush=True)
+        return 0
+    if args.table_from:
+        try:
+            rows = json.loads(args.table_from.read_text())
+        except (OSError, ValueError) as exc:
+            ap.error(f"--table-from {args.table_from}: cannot read it ({exc})")
+        print("\n".join(table(rows)))
         return 0
     names = list(QUICK if args.quick else ZOO)
     if args.only:
         names = [n for n in ZOO if any(o.lower() in n.lower() for o in args.only)]
         if not names:
             ap.error(f"--only {args.only}: no architecture matches (see the ZOO table)")
-    print(f"load average at start: {os.getloadavg()[0]:.1f}; {os.cpu_count()} cores")
+    print(f"load average at start: {os.getloadavg()[0]:.1f}; {os.cpu_count()} cores; "
+          f"{args.threads} torch thread(s)", flush=True)  # fmt: skip
     header = f"{'archive':<34} {'bare':>13} {'tool':>13}  ratio  tool's path / error"
-    print(header)
+    print(header, flush=True)
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="convert-vs-bare-") as tmp:
         folder = Path(tmp)
@@ -288,46 +381,36 @@ def main() -> int:
                 try:
                     archive, shape = _archive(name, kind, args.size, folder)
                 except ImportError as exc:
-                    print(f"{label:<34} skipped: {package} not installed ({exc})")
+                    print(f"{label:<34} skipped: {package} not installed ({exc})", flush=True)
                     continue
                 except Exception as exc:
                     print(f"{label:<34} skipped: cannot build ({type(exc).__name__}: "
-                          f"{str(exc).splitlines()[0][:80] if str(exc) else ''})")  # fmt: skip
+                          f"{str(exc).splitlines()[0][:80] if str(exc) else ''})",
+                          flush=True)  # fmt: skip
                     continue
-                bare = _measure("bare", archive, shape, folder / "bare.pte", args.timeout)
+                load_avg = os.getloadavg()[0]
+                bare = _measure("bare", archive, shape, folder / "bare.pte", args.timeout,
+                                args.threads)  # fmt: skip
                 tool = _measure("tool", archive, shape, folder / label.replace(" ", "_"),
-                                args.timeout)  # fmt: skip
-                ratio = (
-                    tool["seconds"] / bare["seconds"]
-                    if bare["ok"] and tool["ok"] and bare["seconds"]
-                    else None
-                )
+                                args.timeout, args.threads)  # fmt: skip
+                row = {"archive": label, "bare": bare, "tool": tool, "load": load_avg}
+                row["ratio"] = _ratio(row, "seconds")
+                row["cpu_ratio"] = _ratio(row, "cpu")
+                ratio = row["ratio"]
                 why = tool.get("path") if tool["ok"] else tool.get("error", "")
                 if not bare["ok"]:
-                    why += f"  [bare: {str(bare.get('error', ''))[:80]}]"
+                    why = f"{why}  [bare: {str(bare.get('error', ''))[:80]}]"
                 print(f"{label:<34} {_cell(bare)} {_cell(tool)}  "
                       f"{'-' if ratio is None else f'{ratio:4.2f}x':>5}  {str(why)[:120]}",
                       flush=True)  # fmt: skip
-                rows.append({"archive": label, "bare": bare, "tool": tool, "ratio": ratio})
+                rows.append(row)
+                if args.json:
+                    _write_rows(args.json, rows)
     if not rows:
         print("no archive built")
         return 1
-    both = [r for r in rows if r["ratio"] is not None]
-    print(
-        f"\ntotal: {len(rows)} archives; bare converts {sum(r['bare']['ok'] for r in rows)}, "
-        f"the tool {sum(r['tool']['ok'] for r in rows)}; the tool only: "
-        f"{sum(r['tool']['ok'] and not r['bare']['ok'] for r in rows)}; bare only: "
-        f"{sum(r['bare']['ok'] and not r['tool']['ok'] for r in rows)}"
-    )
-    if both:
-        print(
-            f"where both convert ({len(both)}): bare {sum(r['bare']['seconds'] for r in both):.1f}"
-            f" s, tool {sum(r['tool']['seconds'] for r in both):.1f} s in total; median ratio "
-            f"{statistics.median(r['ratio'] for r in both):.2f}x"
-        )
+    print("\n" + "\n".join(summary(rows)))
     print(f"load average at end: {os.getloadavg()[0]:.1f}")
-    if args.json:
-        args.json.write_text(json.dumps(rows, indent=2) + "\n")
     return 0
 
 

@@ -315,34 +315,87 @@ def _check_name(name: str) -> str | None:
 _LITERAL_ATTR = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+")
 
 
-def _module_aliases(tree: ast.AST) -> dict[str, str]:
-    """Names assigned a module anywhere in the file (``t = torch``, ``o = ops.mylib``)."""
-    aliases: dict[str, str] = {}
-    assigns = [
-        (node.targets[0].id, node.value)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Assign)
-        and len(node.targets) == 1
-        and isinstance(node.targets[0], ast.Name)
-    ]
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+def _assignments(root: ast.AST, nested: bool) -> list[ast.Assign]:
+    """The ``name = value`` statements of ``root``'s scope; ``nested``: those of the functions
+    and classes inside it too (a nested scope's names count for its enclosing one)."""
+    out, stack = [], list(ast.iter_child_nodes(root))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, _SCOPES) and not nested:
+            continue
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+        ):
+            out.append(node)
+        stack.extend(ast.iter_child_nodes(node))
+    return sorted(out, key=lambda n: (n.lineno, n.col_offset))
+
+
+def _module_aliases(
+    root: ast.AST,
+    constants: frozenset[str] = frozenset(),
+    inherited: dict[str, str] | None = None,
+    nested: bool = True,
+) -> tuple[dict[str, str], list[tuple[str, int]]]:
+    """Names assigned a module in ``root``'s scope (``t = torch``, ``o = ops.mylib``), on top
+    of the ``inherited`` ones of the enclosing scopes, and the names assigned two different
+    modules there (``(name, line)``: refused, since one reading per name is followed).
+
+    TorchScript functions share no locals, so the aliases of one function are not those of
+    another. A name assigned one of ``constants`` (the members of the archive's own enums,
+    see :func:`enum_members`) holds a value, not a module: it is no alias.
+    """
+    aliases = dict(inherited or {})
+    conflicts: list[tuple[str, int]] = []
+    assigns = _assignments(root, nested)
     changed = True
-    while changed:
+    while changed:  # each name is set once at most: this ends
         changed = False
-        for target, value in assigns:
-            name = _dotted(value, aliases)
-            if name and name.split(".")[0] in MODULE_ROOTS and aliases.get(target) != name:
-                if target not in MODULE_ROOTS:
-                    aliases[target] = name
-                    changed = True
-    return aliases
+        for node in assigns:
+            target = node.targets[0].id  # type: ignore[attr-defined]
+            name = _dotted(node.value, aliases)
+            if name in constants or target in MODULE_ROOTS:
+                continue
+            if not name or name.split(".")[0] not in MODULE_ROOTS:
+                continue
+            if target not in aliases:
+                aliases[target] = name
+                changed = True
+            elif aliases[target] != name and (target, node.lineno) not in conflicts:
+                conflicts.append((target, node.lineno))
+    return aliases, conflicts
 
 
 class _Auditor(ast.NodeVisitor):
-    def __init__(self, file: str, aliases: dict[str, str]) -> None:
+    def __init__(self, file: str, constants: frozenset[str] = frozenset()) -> None:
         self.file = file
-        self.aliases = aliases
+        self.constants = constants
+        self.aliases: dict[str, str] = {}  # those of the scope being visited
         self.scope: list[str] = []
         self.found: list[Finding] = []
+
+    def audit(self, tree: ast.Module) -> list[Finding]:
+        self._in_scope(tree, nested=False, name=None)
+        return self.found
+
+    def _in_scope(self, node: ast.AST, nested: bool, name: str | None) -> None:
+        """Visit ``node``'s body with the aliases of its scope."""
+        outer = self.aliases
+        self.aliases, conflicts = _module_aliases(node, self.constants, outer, nested)
+        if name is not None:
+            self.scope.append(name)
+        for target, line in conflicts:
+            self._add(target, line, "a name assigned two different modules")
+        for stmt in node.body:  # type: ignore[attr-defined]
+            self.visit(stmt)
+        if name is not None:
+            self.scope.pop()
+        self.aliases = outer
 
     def _where(self) -> str:
         return ".".join(self.scope) or "<module>"
@@ -351,17 +404,18 @@ class _Auditor(ast.NodeVisitor):
         self.found.append(Finding(op, self._where(), self.file, line, why))
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
-        self.scope.append(node.name)
-        self.generic_visit(node)
-        self.scope.pop()
+        for part in [*node.bases, *node.keywords, *node.decorator_list]:
+            self.visit(part)
+        self._in_scope(node, nested=False, name=node.name)
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
-        self.scope.append(node.name)
         if node.name == "__setstate__":
+            self.scope.append(node.name)
             self._check_setstate(node)
-        for stmt in node.body:
-            self.visit(stmt)
-        self.scope.pop()
+            self.scope.pop()
+        self._in_scope(node, nested=True, name=node.name)
+
+    visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]  # not TorchScript
 
     def _check_setstate(self, node: ast.FunctionDef) -> None:
         """``__setstate__`` runs inside ``torch.jit.load``: it may only assign fields."""
@@ -467,18 +521,81 @@ class _Auditor(ast.NodeVisitor):
             self._add(name, node.lineno, why)
 
 
-def audit_source(text: str, file: str) -> list[Finding]:
-    """The refused calls of one ``code/`` file, read as TorchScript reads it."""
+def _parse(text: str, file: str) -> ast.Module:
+    """One ``code/`` file, read as TorchScript reads it."""
     code = torchscript_reading(text, file)
     try:
-        tree = ast.parse(code, filename=file)
+        return ast.parse(code, filename=file)
     except SyntaxError as exc:
         raise ArchiveUnreadable(
             f"{file}: its TorchScript source does not parse ({exc.msg})"
         ) from exc
-    auditor = _Auditor(file, _module_aliases(tree))
-    auditor.visit(tree)
-    return auditor.found
+
+
+def _qualifier(file: str) -> str | None:
+    """``code/__torch__/a/b.py`` -> ``__torch__.a.b``: the name TorchScript's importer
+    gives the classes of that file (None for a path it would not import so)."""
+    if not (file.startswith("code/") and file.endswith(".py")):
+        return None
+    parts = file[len("code/") : -len(".py")].split("/")
+    return ".".join(parts) if all(p.isidentifier() for p in parts) else None
+
+
+def _enum_literals(node: ast.ClassDef) -> list[str] | None:
+    """The members of ``class C(Enum):`` whose body only assigns literals (``A = "A"``)."""
+    if node.decorator_list or node.keywords or [ast.unparse(b) for b in node.bases] != ["Enum"]:
+        return None
+    members = []
+    for stmt in node.body:
+        if not (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+            and isinstance(stmt.value, ast.Constant)
+            and type(stmt.value.value) in (str, int, float)
+        ):
+            return None
+        members.append(stmt.targets[0].id)
+    return members
+
+
+def enum_members(trees: dict[str, ast.Module]) -> frozenset[str]:
+    """``__torch__.pkg.file.C.MEMBER`` for each member of the archive's own enums.
+
+    ``torch.jit.save`` writes a scripted ``Enum`` as a top-level ``class C(Enum):`` of
+    literal members and refers to a member by its qualified name (``_0 =
+    __torch__.timm.layers.format.Format.NHWC``): such a name is a constant, not a module.
+    Only a class whose name its file binds once, with literals only, counts.
+    """
+    out = set()
+    for file, tree in trees.items():
+        qual = _qualifier(file)
+        if qual is None:
+            continue
+        bound: dict[str, int] = {}
+        for node in tree.body:
+            names = (
+                [node.name]
+                if isinstance(node, ast.ClassDef | ast.FunctionDef)
+                else [n.id for n in ast.walk(node) if isinstance(n, ast.Name)]
+            )
+            for name in names:
+                bound[name] = bound.get(name, 0) + 1
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef) and bound.get(node.name) == 1:
+                for member in _enum_literals(node) or []:
+                    out.add(f"{qual}.{node.name}.{member}")
+    return frozenset(out)
+
+
+def _audit_tree(tree: ast.Module, file: str, constants: frozenset[str]) -> list[Finding]:
+    return _Auditor(file, constants).audit(tree)
+
+
+def audit_source(text: str, file: str, constants: frozenset[str] = frozenset()) -> list[Finding]:
+    """The refused calls of one ``code/`` file, read as TorchScript reads it; ``constants``:
+    qualified names that hold values (:func:`enum_members`)."""
+    return _audit_tree(_parse(text, file), file, constants)
 
 
 def _is_code(name: str) -> bool:
@@ -505,6 +622,7 @@ def audit_archive(path: Path, code: bool = True) -> list[str]:
         raise ArchiveUnreadable(f"cannot read {path}: {exc}") from exc
     if not names:
         raise ArchiveUnreadable(f"{path} holds no TorchScript source (code/*.py) to audit")
+    trees: dict[str, ast.Module] = {}  # label -> tree, in name order
     for name in sorted(names):
         try:
             text = sources[name].decode("utf-8")
@@ -513,9 +631,12 @@ def audit_archive(path: Path, code: bool = True) -> list[str]:
         low = name.lower()
         label = name[low.index("code/") :] if "code/" in low else name
         try:
-            found = audit_source(text, label)
+            trees[label] = _parse(text, label)
         except ArchiveUnreadable as exc:
             raise ArchiveUnreadable(f"{path}: {exc}") from None
+    constants = enum_members(trees)
+    for label, tree in trees.items():
+        found = _audit_tree(tree, label, constants)
         if found:
             raise ArchiveRefused(path, found[0])
     return names

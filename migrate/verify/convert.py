@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import io
 import re
 import time
@@ -48,11 +49,16 @@ class Archive:
             data = buf.getvalue()
         self.data = data
         self.training = bool(getattr(ts, "training", False))
-        # Freezing helps the converter with branches and loops (it folds the attributes
-        # that decide them); a graph without them (any trace) fails the same way frozen.
-        self.control_flow = True if ts is None else _has_control_flow(ts)
+        self._source = ts  # only read, for control_flow
         self.loads = 0  # how many fresh copies were handed out
         self.load_s = 0.0  # seconds those loads took
+
+    @functools.cached_property
+    def control_flow(self) -> bool:
+        """Freezing helps the converter with branches and loops (it folds the attributes
+        that decide them); a graph without them (any trace) fails the same way frozen.
+        Read only when the first conversion failed (inlining a large graph is not free)."""
+        return True if self._source is None else _has_control_flow(self._source)
 
     def fresh(self) -> Any:
         start = time.perf_counter()

@@ -401,8 +401,24 @@ def recapture_unfrozen(ts: Any, method: str, example: tuple[Any, ...], dynamic_s
     for p in ts.parameters():
         p.requires_grad_(False)
     ds = None if dynamic_shapes is None else {"args": tuple(dynamic_shapes)}
-    ep = torch.export.export(_Unfrozen(ts, method), tuple(example), dynamic_shapes=ds, strict=False)
+    with plain_interpreter():
+        ep = torch.export.export(
+            _Unfrozen(ts, method), tuple(example), dynamic_shapes=ds, strict=False
+        )
     return conv.core_ops(ep)
+
+
+@contextlib.contextmanager
+def plain_interpreter() -> Iterator[None]:
+    """TorchScript run without its optimizing executor while export traces it.
+
+    The profiling executor's optimized plan compares tensors by value (``aten::equal``,
+    e.g. on the constants a frozen Swin holds), which export's fake tensors cannot answer
+    (``DataDependentOutputException: aten.equal.default``); the plain interpreter runs the
+    graph's own ops only, the same numbers.
+    """
+    with torch.jit.optimized_execution(False):
+        yield
 
 
 def freeze(ts: Any, methods: list[str], copy_first: bool = True) -> Any:
@@ -430,9 +446,10 @@ def control_flow(frozen: Any, method: str) -> list[str]:
 
 def recapture(frozen: Any, method: str, example: tuple[Any, ...], dynamic_shapes: Any) -> Any:
     ds = None if dynamic_shapes is None else {"args": tuple(dynamic_shapes)}
-    ep = torch.export.export(
-        _Recapture(frozen, method), tuple(example), dynamic_shapes=ds, strict=False
-    )
+    with plain_interpreter():
+        ep = torch.export.export(
+            _Recapture(frozen, method), tuple(example), dynamic_shapes=ds, strict=False
+        )
     # Frozen constants computed from parameters (a fused attention's packed weights) still
     # carry autograd history, which makes the program impossible to copy for lowering.
     for name, value in list(ep.constants.items()):

@@ -180,3 +180,33 @@ def test_a_failed_ladder_lists_every_rung_with_its_one_line_error(monkeypatch):
     ]
     assert [a["line"] for a in attempts[1:]] == ["RuntimeError: refused"] * 2
     assert all(a["why"] for a in attempts[1:])
+
+
+@pytest.mark.parametrize("unfrozen", [False, True])
+def test_recapture_traces_the_plain_interpreter(monkeypatch, unfrozen):
+    """Scripted Swin (timm swin_tiny at 64x64) failed every rung: the converter on its
+    ``prim::If``s, and the re-capture because TorchScript's optimizing executor compared
+    the frozen module's constants with ``aten::equal`` under export's fake tensors
+    (``DataDependentOutputException``; how often it compares depends on the constants'
+    hashes, so a small model shows it only now and then). Both re-captures trace the
+    plain interpreter, and leave the executor's setting as it was."""
+    seen = []
+    export = torch.export.export
+
+    def spy(*args, **kwargs):
+        seen.append(torch._C._get_graph_executor_optimize())
+        return export(*args, **kwargs)
+
+    monkeypatch.setattr(torch.export, "export", spy)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        archive = Archive(torch.jit.script(nn.Sequential(nn.Linear(3, 3), nn.ReLU()).eval()))
+    x = torch.randn(2, 3)
+    if unfrozen:
+        ep = recover.recapture_unfrozen(archive.fresh(), "forward", (x,), None)
+    else:
+        frozen = recover.freeze(archive.fresh(), ["forward"], copy_first=False)
+        ep = recover.recapture(frozen, "forward", (x,), None)
+    assert seen == [False] and torch._C._get_graph_executor_optimize()
+    with torch.no_grad():
+        assert torch.allclose(ep.module()(x), archive.fresh()(x))
