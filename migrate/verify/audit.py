@@ -559,16 +559,18 @@ def _enum_literals(node: ast.ClassDef) -> list[str] | None:
     return members
 
 
-def enum_members(trees: dict[str, ast.Module]) -> frozenset[str]:
+def enum_members(trees: list[tuple[str, ast.Module]]) -> frozenset[str]:
     """``__torch__.pkg.file.C.MEMBER`` for each member of the archive's own enums.
 
     ``torch.jit.save`` writes a scripted ``Enum`` as a top-level ``class C(Enum):`` of
     literal members and refers to a member by its qualified name (``_0 =
     __torch__.timm.layers.format.Format.NHWC``): such a name is a constant, not a module.
-    Only a class whose name its file binds once, with literals only, counts.
+    Only a class whose name its file binds once, with literals only, counts, and only when
+    no other code file of the archive maps to the same qualified name.
     """
-    out = set()
-    for file, tree in trees.items():
+    out: dict[str, list[str]] = {}
+    seen: dict[str, int] = {}  # qualified class name -> how many files define it
+    for file, tree in trees:
         qual = _qualifier(file)
         if qual is None:
             continue
@@ -582,10 +584,12 @@ def enum_members(trees: dict[str, ast.Module]) -> frozenset[str]:
             for name in names:
                 bound[name] = bound.get(name, 0) + 1
         for node in tree.body:
-            if isinstance(node, ast.ClassDef) and bound.get(node.name) == 1:
-                for member in _enum_literals(node) or []:
-                    out.add(f"{qual}.{node.name}.{member}")
-    return frozenset(out)
+            if isinstance(node, ast.ClassDef):
+                cls = f"{qual}.{node.name}"
+                seen[cls] = seen.get(cls, 0) + 1
+                members = _enum_literals(node) if bound.get(node.name) == 1 else None
+                out[cls] = [f"{cls}.{m}" for m in members or []]
+    return frozenset(m for cls, members in out.items() if seen[cls] == 1 for m in members)
 
 
 def _audit_tree(tree: ast.Module, file: str, constants: frozenset[str]) -> list[Finding]:
@@ -622,7 +626,9 @@ def audit_archive(path: Path, code: bool = True) -> list[str]:
         raise ArchiveUnreadable(f"cannot read {path}: {exc}") from exc
     if not names:
         raise ArchiveUnreadable(f"{path} holds no TorchScript source (code/*.py) to audit")
-    trees: dict[str, ast.Module] = {}  # label -> tree, in name order
+    # (label, tree) per entry: two entries may share a label (`a/code/m.py`, `b/code/m.py`),
+    # and every one of them is audited
+    trees: list[tuple[str, ast.Module]] = []
     for name in sorted(names):
         try:
             text = sources[name].decode("utf-8")
@@ -631,11 +637,11 @@ def audit_archive(path: Path, code: bool = True) -> list[str]:
         low = name.lower()
         label = name[low.index("code/") :] if "code/" in low else name
         try:
-            trees[label] = _parse(text, label)
+            trees.append((label, _parse(text, label)))
         except ArchiveUnreadable as exc:
             raise ArchiveUnreadable(f"{path}: {exc}") from None
     constants = enum_members(trees)
-    for label, tree in trees.items():
+    for label, tree in trees:
         found = _audit_tree(tree, label, constants)
         if found:
             raise ArchiveRefused(path, found[0])

@@ -180,3 +180,30 @@ def test_a_name_bound_to_two_modules_is_refused_at_once():
         signal.alarm(0)
         signal.signal(signal.SIGALRM, old)
     assert ("t", "a name assigned two different modules") in [(f.op, f.why) for f in found]
+
+
+def _two_roots(tmp_path: Path, first: str, second: str, name: str) -> Path:
+    path = tmp_path / "roots.pt"
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr(f"a/{name}", first)
+        zf.writestr(f"b/{name}", second)
+    return path
+
+
+BAD = SRC.format('  def forward(self, x: Tensor) -> Tensor:\n    return torch.save(x, "p")')
+BENIGN = SRC.format("  def forward(self, x: Tensor) -> Tensor:\n    return x")
+
+
+@pytest.mark.parametrize("bad_first", [True, False])
+def test_every_entry_is_audited_when_two_share_a_code_path(tmp_path, bad_first):
+    """`a/code/m.py` and `b/code/m.py` read as the same `code/m.py`: both are audited."""
+    first, second = (BAD, BENIGN) if bad_first else (BENIGN, BAD)
+    found = refusal(_two_roots(tmp_path, first, second, "code/__torch__/m.py"))
+    assert found is not None and "torch.save" in found, found
+
+
+def test_an_enum_defined_by_one_entry_is_no_constant_when_another_maps_to_its_name(tmp_path):
+    use = USE.format("__torch__.timm.layers.format.Format.NHWC")
+    module = ENUM.replace("(Enum)", "(Module)") + use
+    found = refusal(_two_roots(tmp_path, ENUM, module, FILE))
+    assert found is not None and found.startswith("_0 in nchw_to"), found
