@@ -230,3 +230,21 @@ def test_under_drop_a_guard_around_a_data_read_asks_the_compilers(tmp_path):
     torch.testing.assert_close(program.module()(x, index), x[[0, 3]])
     with pytest.raises(IndexError):
         gather(x, torch.tensor([5]))  # and still runs in eager mode
+
+
+def test_a_comparison_through_tuple_unpacking_is_not_made_eager(tmp_path):
+    source = LAYER + textwrap.dedent(
+        """\
+        def test_scripted():
+            x = torch.randn(2, 4)
+            m = Layer()
+            jit = torch.jit.script(m)
+            got, expected = jit(x), m(x)
+            torch.testing.assert_close(got[0], expected[0])
+        """
+    )
+    text, result = _apply(tmp_path, source)
+    assert "jit = m\n" not in text  # the eager route would compare `m` with itself
+    (finding,) = [f for f in result.scan.findings if f.rule == "MIG101"]
+    assert finding.get("route") != "eager"
+    assert "got, expected = jit.module()(x), m(x)" in text
