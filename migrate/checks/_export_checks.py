@@ -245,6 +245,7 @@ def round_trip_fix(ctx: PythonContext, capture: ast.Call, module: ast.expr, foun
     fix.member("MIG201", save_stmt.value)
     fix.member("MIG202", load_stmt.value)  # type: ignore[attr-defined]
     fix.applicability = "unsafe"
+    fix.round_trip = True
     many = len(structures) > 1
     fix.note(
         f"example inputs taken from the loaded program's call on line {chosen[0].lineno}"

@@ -127,6 +127,7 @@ class Fix:
     applicability: str | None = None
     eager: bool = False  # the capture became the module itself (its result is only called)
     each_call: bool = False  # each call became an export check (migrate/checks/_export_checks)
+    round_trip: bool = False  # saved and loaded back in place: one program per call structure
 
     @property
     def auto(self) -> bool:
