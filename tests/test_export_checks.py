@@ -248,3 +248,29 @@ def test_a_comparison_through_tuple_unpacking_is_not_made_eager(tmp_path):
     (finding,) = [f for f in result.scan.findings if f.rule == "MIG101"]
     assert finding.get("route") != "eager"
     assert "got, expected = jit.module()(x), m(x)" in text
+
+
+def test_a_scripted_class_imported_elsewhere_goes_without_an_intent(tmp_path):
+    """`torch.jit.script(C)` returns `C` itself: the importers get the same class after."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("from pkg.out import Out\n")
+    source = textwrap.dedent(
+        """\
+        import torch
+
+
+        class Out:
+            def __init__(self, a: torch.Tensor):
+                self.a = a
+
+
+        Out = torch.jit.script(Out)
+        """
+    )
+    (pkg / "out.py").write_text(source)
+    options = ScanOptions(use_git=False, cache=False)
+    result = run_apply([str(tmp_path)], options, allow_dirty=True, unsafe_fixes=False)
+    after = (pkg / "out.py").read_text()
+    assert after.rstrip() == source.split("\n\n\nOut =")[0].rstrip()
+    assert [f.rule for f in result.applied] == ["MIG101"]

@@ -529,6 +529,8 @@ def captures_move_with_every_use(ctx: Context) -> dict[FindingKey, str]:
             # call it as they called the scripted one (eager behaviour, as in a script that
             # stays scripted's own Python). Without one, each site stays as before.
             continue
+        if not special and f.get("target") == "class":
+            continue  # `torch.jit.script(C)` returns `C` itself: importers get the same class
         use = special[0] if special else uses[0]
         if special:
             why = f"`.{use.attribute}` only exists on a TorchScript module"
