@@ -274,3 +274,12 @@ def test_a_scripted_class_imported_elsewhere_goes_without_an_intent(tmp_path):
     after = (pkg / "out.py").read_text()
     assert after.rstrip() == source.split("\n\n\nOut =")[0].rstrip()
     assert [f.rule for f in result.applied] == ["MIG101"]
+
+
+def test_tidy_joins_a_wrapped_value_the_rewrite_shortened():
+    from migrate.fix.tidy import tidy
+
+    original = "n = (\n    torch.jit.annotate(int, (a) + (b)) * 2\n)\ny = x + (\n    3\n)\n"
+    fixed = "n = (\n    ((a) + (b)) * 2\n)\ny = x + (\n    3\n)\n"
+    # the whole value, shortened, joins; parentheses around a part of one are left alone
+    assert tidy(original, fixed, "m.py") == "n = ((a) + (b)) * 2\ny = x + (\n    3\n)\n"
