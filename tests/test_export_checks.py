@@ -283,3 +283,50 @@ def test_tidy_joins_a_wrapped_value_the_rewrite_shortened():
     fixed = "n = (\n    ((a) + (b)) * 2\n)\ny = x + (\n    3\n)\n"
     # the whole value, shortened, joins; parentheses around a part of one are left alone
     assert tidy(original, fixed, "m.py") == "n = ((a) + (b)) * 2\ny = x + (\n    3\n)\n"
+
+
+def test_a_forward_returning_a_class_of_the_repository_is_not_exported(tmp_path):
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "layer.py").write_text(
+        textwrap.dedent(
+            """\
+            from typing import Tuple
+
+            import torch
+
+
+            class Out:
+                def __init__(self, a: torch.Tensor):
+                    self.a = a
+
+
+            class Pool(torch.nn.Module):
+                def forward(self, x: torch.Tensor) -> Tuple[torch.Tensor, Out]:
+                    return x, Out(x)
+            """
+        )
+    )
+    (tmp_path / "test_pool.py").write_text(
+        textwrap.dedent(
+            """\
+            import torch
+
+            from pkg.layer import Pool
+
+
+            def test_pool():
+                x = torch.randn(3)
+                pool = Pool()
+                jit = torch.jit.script(pool)
+                got, expected = jit(x), pool(x)
+                torch.testing.assert_close(got[0], expected[0])
+            """
+        )
+    )
+    options = ScanOptions(use_git=False, cache=False, intent="drop")
+    result = run_apply([str(tmp_path)], options, allow_dirty=True, unsafe_fixes=True)
+    (finding,) = [f for f in result.scan.findings if f.rule == "MIG101"]
+    assert finding.autofix is None
+    assert "`Pool.forward` returns `Out` (its annotation)" in finding.message

@@ -557,6 +557,13 @@ def captures_wait_for_their_forward(ctx: Context) -> dict[FindingKey, str]:
         captured = facts.class_of_capture(f.path, f.line, f.column)  # type: ignore[attr-defined]
         if captured is None:
             continue
+        if captured.returns_class:
+            holds[finding_key(f)] = (
+                f"`{captured.class_name}.forward` returns `{captured.returns_class}` (its "
+                "annotation), a class export cannot return: only tensors, numbers and their "
+                "containers"
+            )
+            continue
         if captured.blockers:
             b = captured.blockers[0]
             holds[finding_key(f)] = (
