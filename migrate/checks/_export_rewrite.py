@@ -18,6 +18,11 @@ from dataclasses import dataclass, field
 
 from migrate.checks import _static_inputs as static_inputs
 from migrate.checks._edits import replace_with_arg
+from migrate.checks._export_checks import (
+    export_each_call,
+    round_trip,
+    round_trip_fix,
+)
 from migrate.checks._flow import (
     alternative_bindings,
     assignments,
@@ -121,6 +126,8 @@ class Fix:
     example: tuple[str, str | None] | None = None
     applicability: str | None = None
     eager: bool = False  # the capture became the module itself (its result is only called)
+    each_call: bool = False  # each call became an export check (migrate/checks/_export_checks)
+    round_trip: bool = False  # saved and loaded back in place: one program per call structure
 
     @property
     def auto(self) -> bool:
@@ -362,6 +369,9 @@ def _capture_fix(ctx: PythonContext, call: ast.Call) -> Fix:
     elif qual == "torch.jit.trace_module":
         export = _trace_module_export(ctx, call, scope, fix)
     elif qual == "torch.jit.script":
+        found = round_trip(ctx, call) if module is not None else None
+        if found is not None:  # issue 27: the loaded program's calls give the example
+            return round_trip_fix(ctx, call, module, found, fix, renamed_path)
         export = _script_export(ctx, call, scope, uses, fix)
     else:
         return fix.fail(f"`{qual}` is not a capture")
@@ -375,6 +385,11 @@ def _capture_fix(ctx: PythonContext, call: ast.Call) -> Fix:
     if reason is None:
         reason = _export_limit(ctx, module, scope)
         consequence = "export specializes on the example's data there, or fails"
+    if reason is not None and vacuous is not None and qual == "torch.jit.script":
+        each = export_each_call(ctx, call, module, called, Fix(members=list(fix.members)))
+        if each.auto:  # issue 27: a test comparing with the module checks each call by export
+            each.each_call = True
+            return each
     if reason is not None:
         return _also(fix.fail(f"{reason}; {consequence}"), vacuous)
     absorbed = False

@@ -9,7 +9,14 @@ from __future__ import annotations
 
 import ast
 
-from migrate.checks._flow import bound_name, name_uses, parent, reaching_value
+from migrate.checks._flow import (
+    bound_name,
+    name_uses,
+    parent,
+    pos,
+    reaching_value,
+    scope_statements,
+)
 from migrate.checks.base import PythonContext
 
 COMPARATORS = frozenset(
@@ -64,12 +71,42 @@ def self_comparison(ctx: PythonContext, calls: list[ast.Call], original: ast.exp
 def _values_of(ctx: PythonContext, call: ast.Call) -> list[ast.expr]:
     """The call itself, and the reads of the name its value is bound to."""
     found: list[ast.expr] = [call]
-    bound = bound_name(ctx, call)
+    bound = bound_name(ctx, call) or _unpacked_into(ctx, call)
     if bound is not None:
         uses, problem = name_uses(ctx, bound[0], bound[1], ctx.table.scope_for(call))
         if problem is None:
             found += uses
     return found
+
+
+def _unpacked_into(ctx: PythonContext, value: ast.expr) -> tuple[ast.stmt, str] | None:
+    """`got, expected = jit(x), op(x)`: the statement and the name `value` is unpacked into."""
+    values = parent(ctx, value)
+    stmt = parent(ctx, values) if isinstance(values, ast.Tuple) else None
+    if not (isinstance(stmt, ast.Assign) and stmt.value is values and len(stmt.targets) == 1):
+        return None
+    targets = stmt.targets[0]
+    if not isinstance(targets, ast.Tuple) or len(targets.elts) != len(values.elts):  # type: ignore[union-attr]
+        return None
+    target = targets.elts[values.elts.index(value)]  # type: ignore[union-attr]
+    return (stmt, target.id) if isinstance(target, ast.Name) else None
+
+
+def _unpacked_value(ctx: PythonContext, node: ast.Name) -> ast.expr | None:
+    """The element of `a, b = x, y` that the read `node` of `a` or `b` sees."""
+    scope = ctx.table.scope_for(node)
+    for stmt in reversed(scope_statements(scope)):
+        if pos(stmt) >= pos(node) or not isinstance(stmt, ast.Assign):
+            continue
+        targets, values = stmt.targets[0], stmt.value
+        if not (isinstance(targets, ast.Tuple) and isinstance(values, ast.Tuple)):
+            continue
+        names = [t.id if isinstance(t, ast.Name) else None for t in targets.elts]
+        if node.id in names and len(names) == len(values.elts):
+            value = values.elts[names.index(node.id)]
+            uses, problem = name_uses(ctx, stmt, node.id, scope)
+            return value if problem is None and any(u is node for u in uses) else None
+    return None
 
 
 def _comparison(ctx: PythonContext, node: ast.AST) -> tuple[ast.AST, list[ast.expr]] | None:
@@ -101,7 +138,7 @@ def _calls_original(ctx: PythonContext, expr: ast.expr, spelled: str, depth: int
         if isinstance(node, ast.Call) and ctx.source(node.func) == spelled:
             return True
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and depth < 3:
-            value = reaching_value(ctx, node)
+            value = reaching_value(ctx, node) or _unpacked_value(ctx, node)
             if value is not None and _calls_original(ctx, value, spelled, depth + 1):
                 return True
     return False

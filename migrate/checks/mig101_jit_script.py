@@ -289,6 +289,35 @@ class JitScriptToExport(PythonCheck):
                 route="eager",
             )
             return
+        if fix.round_trip:
+            ctx.report(
+                self.rule,
+                call,
+                "`torch.jit.script` on a module instance saved and loaded back here: exported "
+                "with the inputs the loaded program is called with, saved with "
+                f"`torch.export.save`, loaded with `torch.export.load(f).module()`{fix.suffix()}",
+                symbol=ref.qualname,
+                edits=fix.edits,
+                imports=fix.imports,
+                group=fix.group(),
+                applicability=fix.applicability,
+                target="module",
+            )
+            return
+        if fix.each_call:
+            ctx.report(
+                self.rule,
+                call,
+                "`torch.jit.script` on a module instance that the test compares with the module "
+                "itself, called with several structures: each call becomes "
+                f"`torch.export.export(module, args).module()(args)`{fix.suffix()}",
+                symbol=ref.qualname,
+                edits=fix.edits,
+                imports=fix.imports,
+                applicability=fix.applicability,
+                target="module",
+            )
+            return
         ctx.report(
             self.rule,
             call,

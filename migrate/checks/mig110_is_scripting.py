@@ -6,8 +6,9 @@ import ast
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 
+from migrate.checks._compile_guard import IS_COMPILING, guarded_data_read
 from migrate.checks._fold import fold
-from migrate.checks.base import PythonCheck, PythonContext, Reference
+from migrate.checks.base import Edit, PythonCheck, PythonContext, Reference
 from migrate.findings import Finding, FixKind
 from migrate.scan.astwalk import walk_lines
 from migrate.scan.textsearch import WholeWords
@@ -106,6 +107,21 @@ class IsScriptingToFalse(PythonCheck):
         gone = _GONE[name]
         if self.options.get("intent") == "drop":
             gone = "the repository drops TorchScript (intent drop)"
+            line = guarded_data_read(ctx, ref.call) if name == "is_scripting" else None
+            if line is not None:
+                spelled, imports = ctx.spell(IS_COMPILING, ref.scope)
+                ctx.report(
+                    self.rule,
+                    ref.call,
+                    f"`{name}()` guards Python that reads tensor data (line {line}), which "
+                    f"export and torch.compile cannot trace either: `{IS_COMPILING}()` keeps "
+                    "it out of their graphs as it was kept out of TorchScript (intent drop)",
+                    symbol=ref.qualname,
+                    edits=[Edit(*ctx.span(ref.call.func), spelled)],
+                    imports=imports,
+                    planned=True,
+                )
+                return
         ctx.report(
             self.rule,
             ref.call,

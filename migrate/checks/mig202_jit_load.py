@@ -6,6 +6,7 @@ import ast
 
 from migrate.checks import _export_rewrite as rw
 from migrate.checks._edits import delete_lines
+from migrate.checks._export_checks import capture_of_load
 from migrate.checks._flow import block_of, bound_name, name_uses, parent, scope_statements
 from migrate.checks.base import Edit, PythonCheck, PythonContext, Reference
 from migrate.findings import FixKind
@@ -34,6 +35,9 @@ _ARCHIVE_CALLS = frozenset(
 )
 
 
+self_code = "MIG202"
+
+
 class JitLoadToExportLoad(PythonCheck):
     code = "MIG202"
 
@@ -53,7 +57,7 @@ class JitLoadToExportLoad(PythonCheck):
                 fix=FixKind.MANUAL,
             )
             return
-        fix = self.load_fix(ctx, call, bound)
+        fix = self.round_trip(ctx, call) or self.load_fix(ctx, call, bound)
         head = "`torch.jit.load` needs the TorchScript runtime"
         if not fix.auto:
             ctx.report(
@@ -71,6 +75,18 @@ class JitLoadToExportLoad(PythonCheck):
             group=fix.group(),
             **recorded,
         )
+
+    @staticmethod
+    def round_trip(ctx: PythonContext, call: ast.Call) -> rw.Fix | None:
+        """The load of a save/load round trip of a scripted module in one test: it moves
+        with the capture's fix (one export, save and load per call structure)."""
+        capture = capture_of_load(ctx, call)
+        if capture is None:
+            return None
+        fix = rw.capture_fix(ctx, capture)
+        if fix.auto and any(code == self_code and node is call for code, node in fix.members):
+            return fix
+        return None
 
     def load_fix(self, ctx: PythonContext, call: ast.Call, bound: dict[str, ast.expr]) -> rw.Fix:
         fix = rw.Fix()

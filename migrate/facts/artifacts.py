@@ -34,6 +34,7 @@ from migrate.facts._repo import (
     FileIndex,
     Repo,
     Span,
+    _is_param,
     calls_spelled,
     self_name,
     unwrap_call,
@@ -86,6 +87,10 @@ _FIXED = {
 }
 _PRECISE_FSTRING_PARTS = sys.version_info >= (3, 12)
 MEMORY = "<memory "  # the key of an in-memory archive starts so
+# pytest's per-test folders: each test function (each `mktemp` call) gets a folder of its
+# own, so `tmp_path / "m.pt"` in two tests names two files, never one.
+_PER_TEST_DIRS = frozenset({"tmp_path", "tmpdir"})
+_DIR_FACTORIES = frozenset({"tmp_path_factory", "tmpdir_factory"})
 
 
 @dataclass(frozen=True)
@@ -450,6 +455,8 @@ def _name(
     opened = _opened_file(f, where, expr.id)
     if opened is not None:
         return evaluate(repo, f, opened, where, prefix=prefix, depth=depth)
+    if prefix and expr.id in _PER_TEST_DIRS and _is_param(where, expr.id):
+        return _Value(f"$pytest-{expr.id}[{f.display}:{where.node.lineno}]")  # type: ignore[attr-defined]
     found = f.value_of(expr)
     if found is not None:
         owner, value, value_scope = found
@@ -554,6 +561,14 @@ def _call(
     func = call.func
     if not isinstance(func, ast.Attribute):
         return None
+    if (
+        prefix
+        and func.attr == "mktemp"
+        and isinstance(func.value, ast.Name)
+        and func.value.id in _DIR_FACTORIES
+    ):
+        span = f.span(call)  # a new numbered folder at each call
+        return _Value(f"$pytest-mktemp[{span.display}:{span.line}:{span.column}]")
     if func.attr in _SAME_METHODS and not args:
         return evaluate(repo, f, func.value, scope, prefix=prefix, depth=depth)
     if func.attr == "joinpath":

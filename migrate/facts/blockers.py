@@ -67,6 +67,9 @@ class CapturedClass:
     methods: tuple[Method, ...] = ()
     blockers: tuple[Blocker, ...] = ()
     span: Span | None = None  # the whole class statement, decorators of its methods included
+    # A class of the repository that `forward`'s return annotation names (`Tuple[Tensor,
+    # Out]`): export returns only tensors, numbers and their containers (issue 27).
+    returns_class: str | None = None
 
 
 def find_captured_classes(repo: Repo) -> dict[tuple[str, int, int], CapturedClass]:
@@ -263,7 +266,21 @@ def _analyse(repo: Repo, cls: _ClassRef) -> CapturedClass:
         tuple(methods),
         tuple(blockers),
         span=f.span(node),
+        returns_class=_returned_class(repo, forward[1][0], forward[2]),
     )
+
+
+def _returned_class(repo: Repo, f: FileIndex, forward: ast.AST) -> str | None:
+    """A class of the repository named in `forward`'s return annotation."""
+    annotation = getattr(forward, "returns", None)
+    if annotation is None:
+        return None
+    scope = f.table.scope_for(annotation)
+    for node in ast.walk(annotation):
+        if isinstance(node, ast.Name) and node.id[:1].isupper():
+            if _resolve_class(repo, f, node, scope) is not None:
+                return node.id
+    return None
 
 
 def _is_super(expr: ast.expr) -> bool:

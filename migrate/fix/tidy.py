@@ -59,6 +59,7 @@ def tidy(original: str, fixed: str, path: str) -> str:
         text = _drop_redundant_parentheses(text, written)
         limit = configured_line_length(path)
         text = _keep_exploded_calls(before, text, limit)
+        text = _join_wrapped_values(text, written, limit)
         text = _explode_around_multiline_items(text, written)
         text = _wrap_long_lines(text, written | _long_before(before, text, limit), limit)
         text = _space_nested_functions(text, written)
@@ -290,6 +291,37 @@ def _drop_redundant_parentheses(text: str, original_lines: set[str]) -> str:
         if same:
             indent = line[: len(line) - len(line.lstrip())]
             lines[node.lineno - 1] = indent + bare.strip()
+    return "\n".join(lines)
+
+
+def _join_wrapped_values(text: str, original_lines: set[str], limit: int) -> str:
+    """`x = (` / a value the tool shortened / `)` on one line when it fits, as ruff format
+    writes it (`x = (\n    torch.jit.annotate(int, a + b) * 2\n)` -> `x = (a + b) * 2`)."""
+    lines = text.split("\n")
+    tree = ast.parse(text)
+    for node in reversed(_statement_spans(tree)):
+        if not isinstance(node, (ast.Assign, ast.AnnAssign, ast.Return)) or node.value is None:
+            continue
+        first, last = node.lineno - 1, node.end_lineno - 1  # type: ignore[operator]
+        if last - first != 2 or lines[first + 1] in original_lines:
+            continue
+        head, value, tail = lines[first], lines[first + 1].strip(), lines[last].strip()
+        if not head.endswith("(") or tail != ")" or value.endswith(","):
+            continue
+        opener = head[:-1].rstrip()
+        if not (opener.endswith("=") or opener.strip() == "return"):
+            continue  # the parentheses hold a part of the value, not all of it
+        joined = head[:-1].rstrip() + " " + value
+        if len(joined) > limit:
+            continue
+        try:
+            same = ast.dump(ast.parse(joined.strip())) == ast.dump(
+                ast.parse("\n".join(lines[first : last + 1]).strip())
+            )
+        except SyntaxError:
+            continue
+        if same:
+            lines[first : last + 1] = [joined]
     return "\n".join(lines)
 
 

@@ -603,6 +603,8 @@ def captures_move_with_every_use(ctx: Context) -> dict[FindingKey, str]:
             # call it as they called the scripted one (eager behaviour, as in a script that
             # stays scripted's own Python). Without one, each site stays as before.
             continue
+        if not special and f.get("target") == "class":
+            continue  # `torch.jit.script(C)` returns `C` itself: importers get the same class
         use = special[0] if special else uses[0]
         if special:
             why = f"`.{use.attribute}` only exists on a TorchScript module"
@@ -628,6 +630,13 @@ def captures_wait_for_their_forward(ctx: Context) -> dict[FindingKey, str]:
             continue
         captured = facts.class_of_capture(f.path, f.line, f.column)  # type: ignore[attr-defined]
         if captured is None:
+            continue
+        if captured.returns_class:
+            holds[finding_key(f)] = (
+                f"`{captured.class_name}.forward` returns `{captured.returns_class}` (its "
+                "annotation), a class export cannot return: only tensors, numbers and their "
+                "containers"
+            )
             continue
         if captured.blockers:
             b = captured.blockers[0]
