@@ -750,3 +750,47 @@ def test_apply_units_writes_exactly_the_units_given(tmp_path):
     clash = _Unit(by_rule["MIG101"].findings, [Edit(annotate.start, annotate.end + 1, "x")])
     with pytest.raises(ValueError, match="overlap"):
         apply_units(path, source, [by_rule["MIG111"], clash])
+
+
+def test_the_copied_folder_is_the_project_not_the_folder_run_from(tmp_path, monkeypatch):
+    from migrate.fix.testgate import repository_root
+
+    project = tmp_path / "work" / "proj"
+    write_tree(project, {"pyproject.toml": "", "pkg/a.py": "x = 1\n"})
+    monkeypatch.chdir("/")  # `cd / && migrate apply --test ... /path/proj` once copied `/`
+    assert repository_root([str(project / "pkg")]) == project
+    monkeypatch.chdir(tmp_path / "work")
+    assert repository_root([str(project / "pkg")]) == project
+    bare = tmp_path / "bare"  # no project marker: the folder it is run from, as before
+    write_tree(bare, {"pkg/a.py": "x = 1\n"})
+    monkeypatch.chdir(bare)
+    assert repository_root(["pkg"]) == bare
+
+
+@pytest.mark.parametrize("where", ["root", "tmpdir"])
+def test_a_copy_that_would_hold_the_disk_or_its_own_scratch_folder_is_refused(tmp_path, where):
+    root = make_sample(tmp_path / "repo")
+    env = environment(tmp_path)
+    cwd, target = (Path("/"), str(root / "mylib")) if where == "root" else (root, "mylib")
+    if where == "tmpdir":
+        env["TMPDIR"] = str(root / "scratch")
+        (root / "scratch").mkdir()
+    before = snapshot(root)
+    proc = subprocess.run(
+        [sys.executable, "-m", "migrate", "apply", target, "--no-cache", "--test", PYTEST],
+        cwd=cwd,
+        env={**env, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    if where == "root":
+        assert last == (
+            "error: --test: the folder to copy for the test runs would be the filesystem "
+            "root; run migrate from the repository's folder"
+        )
+    else:
+        assert f"holds the temporary folder {os.path.realpath(root / 'scratch')}" in last
+    assert snapshot(root) == before

@@ -233,9 +233,9 @@ def _kill_group(proc: subprocess.Popen) -> None:
 
 
 def repository_root(paths: list[str]) -> Path:
-    """The folder to copy: the git work tree holding PATHS, else the current folder when it
-    holds them, else the closest project root (pyproject.toml...) above them, else their
-    common folder."""
+    """The folder to copy: the git work tree holding PATHS, else the closest project root
+    (pyproject.toml...) above them, else the current folder when it holds them, else their
+    common folder. The current folder wins over a project root above it."""
     absolute = [Path(os.path.abspath(p)) for p in paths]
     common = Path(os.path.commonpath([str(p) for p in absolute]))
     start = common if common.is_dir() else common.parent
@@ -247,12 +247,17 @@ def repository_root(paths: list[str]) -> Path:
     except gitsafe.GitUnavailable:
         pass
     cwd = Path.cwd()
+    projects = [f for f in (start, *start.parents) if _is_project(f)]
     if all(p == cwd or cwd in p.parents for p in absolute):
-        return cwd  # where the test command is meant to run
-    for folder in (start, *start.parents):
-        if any((folder / marker).is_file() for marker in PROJECT_MARKERS):
-            return folder
-    return start
+        # where the test command is meant to run, unless a project root lies between it and
+        # the paths (`cd / && migrate apply --test ... ~/proj` must not copy the whole disk)
+        inner = [f for f in projects if cwd in f.parents]
+        return inner[0] if inner else cwd
+    return projects[0] if projects else start
+
+
+def _is_project(folder: Path) -> bool:
+    return any((folder / marker).is_file() for marker in PROJECT_MARKERS)
 
 
 # Files that mark a Python project's root when it is not a git work tree.
@@ -484,6 +489,18 @@ class Gate:
             raise GateError("--test-select imports needs a pytest command (or --test-format junit)")
         if not units:
             return report  # nothing to gate: no test run needed
+        scratch = Path(os.path.realpath(tempfile.gettempdir()))
+        root = Path(os.path.realpath(self.root))
+        if root.parent == root:
+            raise GateError(
+                "--test: the folder to copy for the test runs would be the filesystem root; "
+                "run migrate from the repository's folder"
+            )
+        if scratch == root or root in scratch.parents:
+            raise GateError(
+                f"--test: {self.root}, the folder copied for the test runs, holds the "
+                f"temporary folder {scratch}; set TMPDIR outside it"
+            )
         tmp = Path(tempfile.mkdtemp(prefix="migrate-test-"))
         try:
             copy = tmp / "tree"
