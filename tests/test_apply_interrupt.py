@@ -12,6 +12,7 @@ import pytest
 
 from migrate.pipeline.apply import run_apply
 from migrate.scan.engine import ScanOptions
+from tests.interrupts import AS_FROM_A_TERMINAL
 
 # The body uses torch, so the import stays (an import the rewrite leaves unused is dropped).
 BEFORE = "import torch\n\n\n@torch.jit.unused\ndef helper_{i}(x):\n    return torch.relu(x) + {i}\n"
@@ -82,6 +83,7 @@ def test_sigint_to_a_real_apply(tmp_path):
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        **AS_FROM_A_TERMINAL,  # else a CI runner's ignored SIGINT lets it run to the end
     )
     # Wait until the rewriting has begun (the first file is new), then interrupt.
     first = root / "m0000.py"

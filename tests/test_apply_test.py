@@ -11,6 +11,7 @@ loading as they did, and exactly two of the fixes break one of them.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -18,11 +19,13 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
+from migrate.fix import testgate
 from migrate.fix.testgate import (
     ImportGraph,
     _split,
@@ -30,6 +33,7 @@ from migrate.fix.testgate import (
     is_pytest,
     parse_junit,
 )
+from tests.interrupts import AS_FROM_A_TERMINAL, running
 
 PYTEST = "python -m pytest -q -p no:cacheprovider"
 ROOT = Path(__file__).resolve().parent.parent
@@ -413,15 +417,10 @@ def test_flip_without_a_change_is_flaky_not_a_culprit(tmp_path):
     assert [k for k in after if after[k] != before.get(k)] == ["mylib/ops.py"]
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
-@pytest.mark.xfail(
-    strict=False,
-    reason="open (issue 30): in the full suite on a loaded 2-core machine apply sometimes does not stop on the SIGINT; passes alone and under CPU load",
-)
-def test_ctrl_c_during_a_trial_leaves_the_tree_byte_identical(tmp_path):
-    started = tmp_path / "started"
-    gate = {
-        # The second run (the first trial, fixes applied in the copy) hangs until stopped.
+def hanging_gate(started: Path) -> dict[str, str]:
+    """A gate command that logs each run's pid; the second run (the first trial, fixes
+    applied in the copy) hangs until stopped."""
+    return {
         "gate.py": f"""
             import os
             import time
@@ -435,7 +434,31 @@ def test_ctrl_c_during_a_trial_leaves_the_tree_byte_identical(tmp_path):
                 time.sleep(600)  # until the test interrupts it
             """
     }
-    root = make_sample(tmp_path / "repo", gate)
+
+
+def wait_until(done, what: str) -> None:
+    """Event-driven: returns once `done()` holds; the 600 s deadline only stops a hang."""
+    deadline = time.monotonic() + 600
+    while not done():
+        if time.monotonic() > deadline:
+            pytest.fail(f"{what}: not after 600 s")
+        time.sleep(0.02)
+
+
+# Each moment is seen, not guessed: a line apply prints right before the step, or the pid the
+# trial command itself writes once it runs.
+MOMENTS = {
+    "as the gate starts": "fix units to test",  # before the copy and the baseline run
+    "as the trial starts": "trial (all fixes)",  # printed right before the trial is started
+    "while the trial runs": None,  # the trial wrote its pid: it is running
+}
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+@pytest.mark.parametrize("moment", list(MOMENTS))
+def test_ctrl_c_during_a_trial_leaves_the_tree_byte_identical(tmp_path, moment):
+    started = tmp_path / "started"
+    root = make_sample(tmp_path / "repo", hanging_gate(started))
     before = snapshot(root)
     proc = subprocess.Popen(
         [sys.executable, "-m", "migrate", "apply", "mylib", "--no-cache", "--unsafe-fixes"]
@@ -445,35 +468,63 @@ def test_ctrl_c_during_a_trial_leaves_the_tree_byte_identical(tmp_path):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        **AS_FROM_A_TERMINAL,  # SIGINT not ignored, whatever the CI runner hands the suite
     )
-    # Event-driven: the loop ends when the trial starts; the deadline only stops a hang.
-    deadline = time.monotonic() + 600
-    while time.monotonic() < deadline:
-        if started.exists() and started.read_text().count("\n") == 2:
-            break
-        time.sleep(0.05)
+    seen = []
+    if MOMENTS[moment] is None:
+        wait_until(lambda: started.exists() and started.read_text().count("\n") == 2, "trial")
     else:
-        proc.kill()
-        pytest.fail("the trial never started")
-    time.sleep(0.2)
+        while MOMENTS[moment] not in (seen[-1] if seen else ""):
+            seen.append(proc.stderr.readline())
+            assert seen[-1], f"apply ended before {moment}: {''.join(seen)}"
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=600)
-    # Both streams and the trial log: a loaded CI once saw exit 0 here after run 2.
-    assert proc.returncode == 130, (out, err, started.read_text())
+    err = "".join(seen) + err
+    log = started.read_text() if started.exists() else ""
+    assert proc.returncode == 130, (out, err, log)
     assert "interrupted" in err
     assert snapshot(root) == before
     assert list((tmp_path / "scratch").glob("migrate-test-*")) == []  # the copy is gone
-    trial_pid = int(started.read_text().split()[1])
-    assert not running(trial_pid)  # the hanging trial was stopped too
+    # Every run it started was stopped (SIGKILL to the group; the trial's python is the
+    # shell's child, so it may take a moment to go).
+    for pid in map(int, log.split()):
+        wait_until(lambda pid=pid: not running(pid), f"gate run {pid} still running")
 
 
-def running(pid: int) -> bool:
-    """Alive and not a zombie (a container's init may never reap the orphaned trial)."""
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_ctrl_c_while_the_run_is_being_started_stops_it(tmp_path, monkeypatch):
+    """A SIGINT that lands inside Popen, after the fork, before Popen returns (it waits
+    there for the exec): the run exists but has no handle yet. It must still be stopped."""
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("signal handlers are set in the main thread only")
+    real_popen = subprocess.Popen
+    runs = []
+
+    def popen(*args, **kwargs):
+        runs.append(real_popen(*args, **kwargs))
+        signal.raise_signal(signal.SIGINT)  # Ctrl-C now, inside Popen
+        return runs[-1]
+
+    monkeypatch.setattr(testgate.subprocess, "Popen", popen)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return False
-    return "\nState:\tZ" not in status
+        with pytest.raises(KeyboardInterrupt):
+            testgate.run_suite(
+                testgate.TestSettings("sleep 600", format="exit-code"),
+                tmp_path,
+                dict(os.environ),
+                phase="trial",
+                applied=1,
+                report_dir=tmp_path,
+            )
+        assert len(runs) == 1
+        assert not running(runs[0].pid)  # stopped and reaped
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        for run in runs:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(run.pid, signal.SIGKILL)
+            run.wait()
 
 
 def test_another_tool_writing_junit(tmp_path):

@@ -75,19 +75,13 @@ def _side_samples(before, example, source):
     return {s.name: s.args for s in branch_samples(example) if s.name in wanted}
 
 
-#: Exported, lowered and run on both sides by the default suite; the others (4-8 s of CPU
-#: each) are marked slow.
-DEFAULT_CASE = "return_form"
-
-
+# Exported, lowered and run on both sides: 4-20 s of CPU each (the first one in a worker
+# pays executorch's import too), so all run with the slow tests (CI's full suite). The
+# default suite keeps the analysis of the same pairs (test_trace_that_froze_a_branch_is_caught
+# and the tests below).
 @pytest.mark.verify
-@pytest.mark.parametrize(
-    "case",
-    [
-        pytest.param(c, marks=() if c == DEFAULT_CASE else pytest.mark.slow)
-        for c in sorted(REWRITTEN)
-    ],
-)
+@pytest.mark.slow
+@pytest.mark.parametrize("case", sorted(REWRITTEN))
 def test_rewritten_module_exports_and_matches_eager_on_both_sides(case):
     import torch
 

@@ -10,6 +10,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from tests.scan_support import run_cli, write_tree
 
 TIMM_TEST = """\
@@ -95,11 +97,17 @@ def test_own_switch_that_only_scripts_goes_under_drop(tmp_path):
     assert found[27]["fix"] == "assisted"
     assert "passes `scriptable` on to `timm.create_model`" in found[27]["message"]
 
-    before = _run(tmp_path)
     _apply(tmp_path, "--intent", "drop")
     text = (tmp_path / "app.py").read_text(encoding="utf-8")
     assert "print(build()(torch.arange(3.0)).tolist())" in text
     assert 'build_layers("resnet18", scriptable=True)' in text
+
+
+@pytest.mark.slow  # two torch processes: ~6 s CPU
+def test_own_switch_dropped_under_drop_computes_the_same(tmp_path):
+    write_tree(tmp_path, {"app.py": OWN})
+    before = _run(tmp_path)
+    _apply(tmp_path, "--intent", "drop")
     assert _run(tmp_path) == before == "[1.0, 3.0, 5.0]"
 
 

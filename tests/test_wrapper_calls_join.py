@@ -185,6 +185,8 @@ def _migrate(root: Path, fake: Path, *args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "MIGRATE_"))}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(fake)])  # scan/apply never import it
     env["MIGRATE_CACHE_DIR"] = str(root.parent / "cache")
+    # The --test gate's pytest runs needs no plugin; loading the installed ones costs seconds.
+    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     command = [sys.executable, "-m", "migrate", *args, "--intent", "drop", "--no-cache"]
     return subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=300)
 

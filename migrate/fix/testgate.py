@@ -18,9 +18,11 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterable
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -163,27 +165,31 @@ def run_suite(
         env = {**env, "PYTEST_ADDOPTS": addopts, "MIGRATE_TEST_JUNIT": str(junit)}
     log = report_dir / "output.log"
     start = time.monotonic()
+    proc = None
     with open(log, "wb") as out:
         try:
-            # Its own session: the terminal's Ctrl-C reaches us, and we stop the whole group.
-            proc = subprocess.Popen(
-                command,
-                shell=True,
-                cwd=cwd,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        except OSError as exc:
-            raise GateError(f"--test: cannot run {settings.command!r}: {exc}") from None
-        try:
+            with _interrupts_deferred():
+                try:
+                    # Its own session: the terminal's Ctrl-C reaches us, and we stop the
+                    # whole group.
+                    proc = subprocess.Popen(
+                        command,
+                        shell=True,
+                        cwd=cwd,
+                        env=env,
+                        stdin=subprocess.DEVNULL,
+                        stdout=out,
+                        stderr=subprocess.STDOUT,
+                        start_new_session=True,
+                    )
+                except OSError as exc:
+                    raise GateError(f"--test: cannot run {settings.command!r}: {exc}") from None
             timed_out = not _wait_polling(proc, settings.timeout)
             if timed_out:
                 _kill_group(proc)
         except BaseException:
-            _kill_group(proc)
+            if proc is not None:
+                _kill_group(proc)
             raise
     seconds = time.monotonic() - start
     tail = log.read_bytes()[-4000:].decode("utf-8", "replace")
@@ -199,6 +205,27 @@ def run_suite(
         message = "" if ok else f"exit code {proc.returncode}" + (f": {last}" if last else "")
         run.results = {EXIT_CODE_TEST: TestResult("passed" if ok else "failed", message)}
     return run
+
+
+@contextmanager
+def _interrupts_deferred():
+    """Hold Ctrl-C and SIGTERM while the run starts, and raise them once its handle is held.
+    One that lands inside Popen after the fork (while it waits for the exec) would otherwise
+    leave the run going unseen in its own session, where no Ctrl-C of the terminal reaches
+    it. A Python-level handler, not a blocked mask: the run inherits a mask, not a handler."""
+    held = [s for s in (signal.SIGINT, signal.SIGTERM) if signal.getsignal(s) is not None]
+    if threading.current_thread() is not threading.main_thread() or not held:
+        yield
+        return
+    caught: list[int] = []
+    previous = {s: signal.signal(s, lambda signum, _frame: caught.append(signum)) for s in held}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        if caught:
+            signal.raise_signal(caught[0])  # the restored handler: KeyboardInterrupt
 
 
 def _wait_polling(proc: subprocess.Popen, timeout: float | None) -> bool:

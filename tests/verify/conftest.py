@@ -9,6 +9,7 @@ import json
 import sys
 import warnings
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -22,6 +23,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from fixtures.models import zoo  # noqa: E402
+from tests.shared_dir import shared_folder  # noqa: E402
 
 #: (model, kind) pairs TorchScript allows: tracing cannot take int/bool inputs,
 #: and the scripted TransformerEncoder does not convert (covered separately).
@@ -104,11 +106,16 @@ def verify_json(invoke):
 
 @pytest.fixture(scope="session")
 def convnet_converted(archives, invoke, tmp_path_factory):
-    """``migrate convert`` of the traced conv net, shared by the candidate tests."""
+    """``migrate convert`` of the traced conv net, shared by the candidate tests: converted
+    once a session, by the first xdist worker that needs it (an export and a lowering)."""
     path, inputs = archives[("convnet", "trace")]
-    out = tmp_path_factory.mktemp("converted")
-    result = invoke("convert", path, "--inputs", inputs, "-o", out)
-    assert result.exit_code == 0, result.output
+    with shared_folder(tmp_path_factory, "convnet_converted") as out:
+        done = out / "result.json"
+        if not done.exists():
+            result = invoke("convert", path, "--inputs", inputs, "-o", out)
+            assert result.exit_code == 0, result.output
+            done.write_text(json.dumps({"stdout": result.stdout}))
+        result = SimpleNamespace(**json.loads(done.read_text()))
     return out / "convnet_trace.pt2", out / "convnet_trace.pte", result
 
 

@@ -153,6 +153,7 @@ def test_failures_name_their_stage(reg, batch):
     assert not (out / "arg_loop.pte").exists()  # a mismatch writes nothing
 
 
+@pytest.mark.slow  # the batch fixture converts the whole registry with -j 2: ~60 s CPU
 def test_resume_runs_only_the_archives_without_a_result(reg, batch, tmp_path):
     _, out = batch
     results = tmp_path / "results.jsonl"
@@ -177,6 +178,7 @@ def test_resume_runs_only_the_archives_without_a_result(reg, batch, tmp_path):
     assert "2 run, 4 already done" in proc.stdout
 
 
+@pytest.mark.slow  # the batch fixture converts the whole registry with -j 2: ~60 s CPU
 def test_rerun_failed_retries_only_the_failures(reg, batch, tmp_path):
     """A manifest of three rows whose results exist: --rerun failed runs the two failures."""
     _, out = batch
@@ -304,6 +306,7 @@ def test_csv_manifest_rows_override_the_command_line(tmp_path):
     assert b.out == str(tmp_path / "out" / "b")
 
 
+@pytest.mark.slow  # the batch fixture converts the whole registry with -j 2: ~60 s CPU
 def test_report_adds_a_registry_section(reg, batch, tmp_path):
     _, out = batch
     page = tmp_path / "plan.html"
