@@ -28,11 +28,13 @@ SAMPLE = ROOT / "fixtures" / "repos" / "imageops" / "before"
 PYTEST = "python -m pytest -q -x -p no:cacheprovider"
 
 
-def _migrate(tmp_path: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+def _migrate(
+    tmp_path: Path, *args: str, cwd: Path | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess:
     env = clean_env(tmp_path, PYTHONPATH=str(ROOT))
     return subprocess.run(
         [sys.executable, "-m", "migrate", *args],
-        cwd=tmp_path,
+        cwd=cwd or tmp_path,
         env=env,
         capture_output=True,
         text=True,
@@ -116,7 +118,8 @@ def test_drop_with_the_suite_as_judge_migrates_most_of_imageops(tmp_path):
         PYTEST,
         "--test-report",
         str(report),
-        str(tree),
+        ".",
+        cwd=tree,  # the folder the gate copies and runs the suite in (not a git work tree)
         timeout=3600,
     )
     assert applied.returncode in (0, 1), applied.stdout + applied.stderr
