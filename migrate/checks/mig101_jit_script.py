@@ -11,8 +11,10 @@ from migrate.checks import _static_inputs as static_inputs
 from migrate.checks._edits import drop_statement, remove_decorator, replace, replace_with_arg
 from migrate.checks._export_rewrite import capture_fix, result_uses
 from migrate.checks._flow import parent, reaching_value, scope_names
+from migrate.checks._parametrize import parametrized_values
 from migrate.checks._selfcompare import self_comparison
 from migrate.checks.base import Edit, PythonCheck, PythonContext, Reference
+from migrate.checks.mig121_repository_wrapper_call import _Reexports
 from migrate.findings import FixKind
 from migrate.scan.pyscope import Scope
 
@@ -41,6 +43,11 @@ _MODULE_METHODS = frozenset(
 _ARCHIVE_METHODS = ("save", "_save_for_lite_interpreter", "_save_to_buffer_for_lite_interpreter")
 _ARCHIVE_CALLS = ("torch.jit.save", "torch.utils.mobile_optimizer.optimize_for_mobile")
 
+
+# What a test that compared a scripted function with its original compares under `drop`:
+# dynamo's whole-function capture (a graph break fails), run by AOTAutograd without
+# Inductor, so no C++ compiler is needed (checked on a CPU-only machine without one).
+_COMPILE_CHECK = 'fullgraph=True, backend="aot_eager"'
 
 # The alternative a plain-Python fix of a scripted function names.
 _COMPILE_HINT = ' (or `torch.compile` it: `[tool.migrate] scripted-functions = "compile"`)'
@@ -230,6 +237,26 @@ class JitScriptToExport(PythonCheck):
             return False
         compile_text, imports = ctx.spell("torch.compile", ref.scope or ctx.table.module_scope)
         name = _short(ctx.source(arg))
+        if self.options.get("intent") == "drop" and kind == "function" and _one_argument(call):
+            # The repository drops TorchScript: the test keeps testing a compiler, dynamo.
+            ctx.report(
+                self.rule,
+                call,
+                f"`torch.jit.script` on a function that the comparison on line {line} checks "
+                f"against `{name}` itself: now compared with `{compile_text}({name}, "
+                f"{_COMPILE_CHECK})`, so the test still fails if dynamo cannot capture "
+                "the whole function in one graph (fullgraph) or the captured graph, run "
+                "through AOTAutograd, gives other numbers (no C++ compiler needed)",
+                symbol=ref.qualname,
+                edits=[
+                    Edit(*ctx.span(call), f"{compile_text}({ctx.source(arg)}, {_COMPILE_CHECK})")
+                ],
+                imports=imports,
+                applicability="unsafe",
+                target=kind,
+                route="compile-check",
+            )
+            return True
         ctx.report(
             self.rule,
             call,
@@ -362,7 +389,7 @@ class _Targets:
             value = reaching_value(ctx, expr)
             if value is not None:
                 return self.kind(value, depth + 1)
-            return self.from_uses(expr.id, scope)
+            return self.from_uses(expr.id, scope, depth)
         if isinstance(expr, ast.Attribute):
             qual = ctx.qualname(expr)
             if qual:
@@ -383,9 +410,14 @@ class _Targets:
             self.ctx.facts.setdefault(ASKED, set()).add(qual)
         return "unknown"
 
-    def from_uses(self, name: str, scope: Scope) -> str:
+    def from_uses(self, name: str, scope: Scope, depth: int = 0) -> str:
         """A parameter or a name bound in a way the flow analysis cannot follow."""
         ctx = self.ctx
+        values = parametrized_values(ctx, scope.node, name)
+        if values is not None:  # `@pytest.mark.parametrize("op", [f, g])`: what every run gets
+            kinds = {self.kind(v, depth + 1) for v in values}
+            if len(kinds) == 1 and "unknown" not in kinds:
+                return kinds.pop()
         for arg in _parameters(scope.node):
             if arg.arg == name and arg.annotation is not None:
                 annotation = ctx.qualname(arg.annotation) or ""
@@ -415,13 +447,37 @@ def _parameters(node: ast.AST) -> list[ast.arg]:
 
 
 def _defined_in_repo(repo: Mapping[str, frozenset[str]], qual: str) -> str | None:
-    """function or class when a module of the repository defines `qual` at top level."""
+    """function or class when a module of the repository defines `qual` at top level, or
+    re-exports it from one (`from imageops.color import rgb_to_hls` in the package's
+    `__init__`, read by MIG121's re-export table)."""
+    found = _defined_at(repo, qual)
+    if found is None:
+        resolved = _reexports(repo).resolve(qual)
+        if resolved != qual:
+            found = _defined_at(repo, resolved)
+    return found
+
+
+_REEXPORTS: list = [None, None]  # (repository facts, their re-export table): one per pass
+
+
+def _reexports(repo: Mapping[str, frozenset[str]]) -> _Reexports:
+    if _REEXPORTS[0] is not repo:
+        _REEXPORTS[:] = [repo, _Reexports(repo)]
+    return _REEXPORTS[1]
+
+
+def _defined_at(repo: Mapping[str, frozenset[str]], qual: str) -> str | None:
     module, _, name = qual.rpartition(".")
     if not name:
         return None
     if qual in repo.get(DEFINED, ()) or name in repo.get(f"remembered:{module}", ()):
         return "class" if name[0].isupper() else "function"
     return None
+
+
+def _one_argument(call: ast.Call) -> bool:
+    return len(call.args) == 1 and not call.keywords and not isinstance(call.args[0], ast.Starred)
 
 
 def _short(text: str, limit: int = 40) -> str:

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from migrate import gitsafe
 from migrate.fix.fixer import Decoded, apply_units, encode
+from migrate.plan.fixplan import CAPTURE_RULES
 from migrate.scan.discover import Skipped, read_checked
 
 FORMATS = ("auto", "junit", "exit-code")
@@ -484,6 +485,14 @@ def estimate_runs(units: int, retries: int) -> int:
     return 1 + retries + 1 + math.ceil(math.log2(max(units, 1))) + 2
 
 
+def _rewrites_a_capture(unit) -> bool:
+    """A unit rewriting a `torch.jit.script`/`trace` (MIG101-103). The planner lets other
+    fixes (an `is_scripting()` fold, a removed `@torch.jit.ignore`) go because those captures
+    are rewritten in this run (issue 27: a script rewritten in the run blocks nothing):
+    applied without them, such a fix breaks a test that still scripts its code."""
+    return any(f.rule in CAPTURE_RULES for f in unit.findings)
+
+
 def _split(order: list[int], path_of: Callable[[int], str]) -> tuple[list[int], list[int]]:
     """Halves of a unit list, cut at the file boundary nearest the middle when it spans
     several files (bisect over files first, then over the units of one file)."""
@@ -672,7 +681,9 @@ class Gate:
         )
         self._passing, self._failing = self._baseline(report)
         report.baseline_failing = sorted(self._failing)
-        kept = list(range(n))
+        # Captures first: bisection keeps an innocent prefix applied, so a fix that is right
+        # only once a capture is rewritten is never judged without it.
+        kept = sorted(range(n), key=lambda i: not _rewrites_a_capture(units[i]))
         path_of = {i: units[i].path for i in kept}
         phase = "trial (all fixes)"
         # Each round reverts one unit or marks a test flaky; both are finite.
@@ -700,7 +711,7 @@ class Gate:
             # Never back at the baseline (tests that keep flipping): keep nothing, say so.
             report.unsettled = True
             kept = []
-        report.kept = kept
+        report.kept = sorted(kept)
 
     def _bisect(
         self, kept: list[int], broken: dict[str, str], path_of: Callable[[int], str]

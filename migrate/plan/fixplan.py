@@ -310,7 +310,7 @@ def _unjoined(f: Finding) -> Finding:
 
 
 # Checks whose findings differ with the intent (the planner decides the rest).
-INTENT_CHECKS = ("MIG108", "MIG110", "MIG112", "MIG117", "MIG121")
+INTENT_CHECKS = ("MIG101", "MIG108", "MIG110", "MIG112", "MIG117", "MIG121")
 
 
 def intent_unlocks(scanner, findings: list[Finding]) -> dict[str, int]:
@@ -638,7 +638,7 @@ def captures_wait_for_their_forward(ctx: Context) -> dict[FindingKey, str]:
                 "containers"
             )
             continue
-        if captured.blockers:
+        if captured.blockers and not _judged_by_running(ctx, f):
             b = captured.blockers[0]
             holds[finding_key(f)] = (
                 f"`{captured.class_name}.forward` reaches `{b.method}` ({b.display}:{b.line}), "
@@ -658,6 +658,15 @@ def captures_wait_for_their_forward(ctx: Context) -> dict[FindingKey, str]:
                 )
                 break
     return holds
+
+
+def _judged_by_running(ctx: Context, f: Finding) -> bool:
+    """Under `drop` an unsafe export that reaches an `@torch.jit.ignore/unused` method is
+    written, not held: non-strict export runs that method's Python as eager mode did (its
+    checks, warnings and raises, at the example's shapes), and whether the exported program
+    still matches is for the run's tests (`--test`) to say, not for a static guess. Without
+    an intent (or with `keep-scriptable`) the hold stays: nothing asked for the export."""
+    return ctx.intent == "drop" and f.applicability is Applicability.UNSAFE
 
 
 def branches_wait_for_scripts(ctx: Context) -> dict[FindingKey, str]:
