@@ -1,6 +1,7 @@
 """The suite's CPU time, printed at the end of every run (CI reads it from `.ci/run`'s log),
-and the `slow` marker: tests marked slow run only with `--slow` (CI passes it) or when
-`-m` names markers itself.
+the `slow` marker: tests marked slow run only with `--slow` (CI passes it) or when
+`-m` names markers itself, and the `sample_gate` marker: a whole sample migrated under
+`apply --test` (tens of suite runs, 15-30 minutes here), only with `--sample-gates`.
 
 Most of the suite's CPU is spent in the `migrate` subprocesses the tests start, so each
 process counts itself and its waited-for children; under xdist each worker sends its figure
@@ -29,15 +30,23 @@ def pytest_addoption(parser):
         action="store_true",
         help="also run the tests marked slow: the full suite, as CI runs it (.ci/run)",
     )
+    parser.addoption(
+        "--sample-gates",
+        action="store_true",
+        help="also run the sample_gate tests (apply --test on a whole sample repository)",
+    )
 
 
 def pytest_collection_modifyitems(config, items):
-    if config.getoption("--slow") or config.option.markexpr:
+    if config.option.markexpr:
         return
-    slow = [item for item in items if item.get_closest_marker("slow")]
-    if slow:
-        config.hook.pytest_deselected(items=slow)
-        items[:] = [item for item in items if not item.get_closest_marker("slow")]
+    held = [] if config.getoption("--sample-gates") else ["sample_gate"]
+    if not config.getoption("--slow"):
+        held.append("slow")
+    out = [item for item in items if any(item.get_closest_marker(m) for m in held)]
+    if out:
+        config.hook.pytest_deselected(items=out)
+        items[:] = [item for item in items if item not in out]
 
 
 def pytest_sessionfinish(session):

@@ -99,7 +99,7 @@ def jit_lines(text: str) -> list[int]:
     )
 
 
-@pytest.mark.slow  # the gate runs the sample's suite about 20 times
+@pytest.mark.sample_gate  # the gate runs the sample's suite about 20 times (17 min here)
 def test_drop_with_the_suite_as_judge_migrates_most_of_imageops(tmp_path):
     tree = tmp_path / "imageops"
     shutil.copytree(SAMPLE, tree)
