@@ -4,6 +4,7 @@ this working tree (base dependencies from PyPI) and runs them in a throwaway git
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -178,6 +179,20 @@ def test_readme_local_hooks_match_the_published_ones():
         assert hook["language"] == "system"
         for key in ("entry", "files", "types_or"):
             assert hook[key] == published[hook["id"]][key], (hook["id"], key)
+
+
+def test_readme_clone_form_names_a_commit_and_the_published_hooks():
+    """The README's second block (`repo:` a clone, `rev:` a commit), the form
+    test_precommit_hooks_end_to_end installs: not a placeholder URL or a tag that does not
+    exist."""
+    section = (ROOT / "README.md").read_text(encoding="utf-8").split("\n## pre-commit\n", 1)[1]
+    blocks = [b.split("\n", 1)[1].split("```", 1)[0] for b in section.split("```yaml")[1:]]
+    (clone,) = [b for b in blocks if "repo: local" not in b and "repos:" in b]
+    (repo,) = yaml.safe_load(clone)["repos"]
+    assert "example.invalid" not in repo["repo"]
+    assert re.fullmatch(r"[0-9a-f]{40}", str(repo["rev"])), repo["rev"]
+    published = {h["id"] for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())}
+    assert {h["id"] for h in repo["hooks"]} == published
 
 
 @pytest.fixture
