@@ -317,43 +317,31 @@ class JitScriptToExport(PythonCheck):
             )
             return
         if fix.round_trip:
-            ctx.report(
-                self.rule,
-                call,
+            what = (
                 "`torch.jit.script` on a module instance saved and loaded back here: exported "
                 "with the inputs the loaded program is called with, saved with "
-                f"`torch.export.save`, loaded with `torch.export.load(f).module()`{fix.suffix()}",
-                symbol=ref.qualname,
-                edits=fix.edits,
-                imports=fix.imports,
-                group=fix.group(),
-                applicability=fix.applicability,
-                target="module",
+                "`torch.export.save`, loaded with `torch.export.load(f).module()`"
             )
-            return
-        if fix.each_call:
-            ctx.report(
-                self.rule,
-                call,
+        elif fix.each_call:
+            what = (
                 "`torch.jit.script` on a module instance that the test compares with the module "
                 "itself, called with several structures: each call becomes "
-                f"`torch.export.export(module, args).module()(args)`{fix.suffix()}",
-                symbol=ref.qualname,
-                edits=fix.edits,
-                imports=fix.imports,
-                applicability=fix.applicability,
-                target="module",
+                "`torch.export.export(module, args).module()(args)`"
             )
-            return
+        else:
+            what = (
+                "`torch.jit.script` on a module instance: captured with `torch.export.export` "
+                "(the name keeps the ExportedProgram, calls go through `.module()`)"
+            )
         ctx.report(
             self.rule,
             call,
-            "`torch.jit.script` on a module instance: captured with `torch.export.export` (the "
-            f"name keeps the ExportedProgram, calls go through `.module()`){fix.suffix()}",
+            what + fix.suffix(),
             symbol=ref.qualname,
             edits=fix.edits,
             imports=fix.imports,
-            group=fix.group(),
+            # the per-call checks stand alone: no capture, save and load to move together
+            group=None if fix.each_call else fix.group(),
             applicability=fix.applicability,
             target="module",
         )
