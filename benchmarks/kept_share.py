@@ -14,7 +14,9 @@ has a run.py, that program prints the same numbers as on the untouched copy.
 The check of a sample, in this order: the `test` of its own pyproject.toml `[tool.migrate]`
 table (what `apply --test-from-config` runs), a `tests/` folder (`python -m pytest -q`), a
 `run.py` (`python run.py`, which writes its files to the cwd), or the command in CHECKS
-(named with where it comes from). Without one the row says "-" and why.
+(named with where it comes from). Without one the row says "-" and why. A sample in RECORDED
+is first run under `migrate record -- CHECK` on the copy, as its README prescribes, so the
+apply has the run's evidence.
 
 fix_share.py runs it under `nice` (os.nice(10), inherited by every process it starts).
 """
@@ -25,6 +27,7 @@ import json
 import math
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -46,6 +49,9 @@ NO_CHECK = {
     "native_mix": "its archives are read by C++/Objective-C/Java programs (server/, ios/, "
     "android/), which no Python check runs",
 }
+# Samples migrated the way their README says: `migrate record -- CHECK` first, so apply has
+# the run's evidence (what only a run can answer); the others are applied from the source.
+RECORDED = {"recorded"}
 INTENTS = {"drop": "drop", "keep": "keep-scriptable"}
 LONG_SUITES = {"graphlayers", "imageops", "wrappers", "recorded"}
 FIXED = re.compile(r"Fixed (\d+) finding")
@@ -165,8 +171,15 @@ def would_write(code: Path, tree: Path, intent: str) -> int:
     return int(found.group(1)) if found else 0
 
 
-def measure_intent(code: Path, sample: Path, copy: Path, intent: str, command: str) -> Outcome:
+def measure_intent(
+    code: Path, sample: Path, copy: Path, intent: str, command: str, record: bool = False
+) -> Outcome:
     shutil.copytree(sample, copy, ignore=SKIP_COPY)
+    if record:
+        recorded = migrate(code, "record", "--", *shlex.split(command), cwd=copy)
+        if recorded.returncode != 0:
+            tail = (recorded.stderr.strip() or recorded.stdout.strip()).splitlines()
+            return Outcome(error=f"migrate record failed: {(tail or ['(no output)'])[-1]}")
     out = Outcome(written=would_write(code, copy, intent))
     flags = ["--isolated", "--allow-dirty", "--unsafe-fixes", "--intent", intent]
     before = {
@@ -274,7 +287,7 @@ def measure_kept(targets, wanted, code: Path, verbose: bool = True) -> dict:
                     notes.append(f"{name}: run.py fails on the untouched copy: {why}")
             for key, intent in INTENTS.items():
                 copy = scratch / name.replace("/", "_") / key
-                r = measure_intent(code, path, copy, intent, command)
+                r = measure_intent(code, path, copy, intent, command, name in RECORDED)
                 if r.ok and r.kept and numbers is not None:
                     now, why = program_numbers(copy, copy.parent / f"work-{key}")
                     if now is None or not same_numbers(now, numbers):

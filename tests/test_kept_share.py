@@ -74,3 +74,14 @@ def test_kept_is_written_less_what_the_gate_reverted(tmp_path):
     assert "torch.jit" not in (copy / "pkg" / "a.py").read_text(encoding="utf-8")
     assert (copy / "pkg" / "b.py").read_text(encoding="utf-8") == TRACE
     assert out.held == {"MIG102 reverted by the gate: (exit code): exit code 1": 1}
+
+
+def test_a_recorded_sample_is_run_under_the_recorder_first(tmp_path):
+    # The check fails under the recorder: the measurement stops there with that reason (no
+    # apply runs), and the copy's source is left as the sample was.
+    sample = _sample(tmp_path / "sample", {"pkg/a.py": TRACE, "check.py": "raise SystemExit(3)\n"})
+    copy = tmp_path / "work" / "drop"
+    out = kept_share.measure_intent(ROOT, sample, copy, "drop", "python check.py", record=True)
+    assert out.error.startswith("migrate record failed"), out
+    assert (out.written, out.kept) == (0, 0)
+    assert (copy / "pkg" / "a.py").read_text(encoding="utf-8") == TRACE
