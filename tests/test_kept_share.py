@@ -74,6 +74,7 @@ def test_kept_is_written_less_what_the_gate_reverted(tmp_path):
     assert "torch.jit" not in (copy / "pkg" / "a.py").read_text(encoding="utf-8")
     assert (copy / "pkg" / "b.py").read_text(encoding="utf-8") == TRACE
     assert out.held == {"MIG102 reverted by the gate: (exit code): exit code 1": 1}
+    assert out.unreported == []  # b.py's trace is left, and a re-scan reports it
 
 
 def test_a_recorded_sample_is_run_under_the_recorder_first(tmp_path):
@@ -85,3 +86,14 @@ def test_a_recorded_sample_is_run_under_the_recorder_first(tmp_path):
     assert out.error.startswith("migrate record failed"), out
     assert (out.written, out.kept) == (0, 0)
     assert (copy / "pkg" / "a.py").read_text(encoding="utf-8") == TRACE
+
+
+def test_a_torch_jit_line_no_finding_reports_is_counted(tmp_path):
+    tree = _sample(
+        tmp_path / "tree",
+        {
+            "pkg/a.py": TRACE,
+            "pkg/b.py": "import torch\n\n# torch.jit in a comment\nNAME = torch.jit.__name__\n",
+        },
+    )
+    assert kept_share.unreported_jit_lines(ROOT, tree, "drop") == ["pkg/b.py:4"]
