@@ -535,6 +535,41 @@ def test_same_name_from_a_module_without_torch_is_not_reported(tmp_path):
     assert got == []
 
 
+def test_star_import_hands_on_what_the_module_exports(tmp_path):
+    # timm/layers/create_norm_act.py uses `torch` from `from .evo_norm import *`.
+    got = scan_tree(
+        tmp_path,
+        {
+            **PKG,
+            "pkg/norms.py": "import torch\nfrom torch.jit import trace as capture\n",
+            "pkg/build.py": """
+                from .norms import *
+
+                def build(layer, x):
+                    a = torch.jit.script(layer)
+                    return capture(layer, x)
+                """,
+            "pkg/other.py": "from .empty import *\n\nb = capture(m, x)\n",
+            "pkg/empty.py": "capture = print\n",
+        },
+    )
+    assert got == [
+        ("pkg/build.py", 5, "MIG101", "torch.jit.script"),
+        ("pkg/build.py", 6, "MIG102", "torch.jit.trace"),
+    ]
+
+
+def test_star_import_without_the_module_still_means_torch_for_torch():
+    # One file named alone (pre-commit): the star-imported module is not read.
+    source = """
+        from .common import *
+
+        m = torch.jit.script(model)
+        jit.script(model)
+        """
+    assert found(source) == expect(source, (4, "torch.jit.script(", "MIG101", "torch.jit.script"))
+
+
 def test_reexports_through_the_process_pool(tmp_path):
     files = dict(PKG)
     for i in range(60):

@@ -33,6 +33,7 @@ class Scope:
     locals: set[str] = field(default_factory=set)
     defs: dict[str, ast.AST] = field(default_factory=dict)  # def/class statements by name
     globals_: set[str] = field(default_factory=set)
+    star_modules: list[str] = field(default_factory=list)  # `from m import *`, in order
 
 
 def resolve_relative(module: str, is_package: bool, level: int, target: str | None) -> str:
@@ -149,6 +150,8 @@ class ScopeTable:
             base = resolve_relative(self.module, self.is_package, node.level, node.module)
         for alias in node.names:
             if alias.name == "*":
+                scope.star_modules.append(base)
+                self._note_import(base)  # its export table is read like a named import's
                 continue
             qual = f"{base}.{alias.name}" if base else alias.name
             scope.imports[alias.asname or alias.name] = qual
@@ -338,7 +341,27 @@ class ScopeTable:
             if name in current.locals:
                 return None
             current = current.parent
-        return None
+        return self._from_star_import(name)
+
+    def _from_star_import(self, name: str) -> Binding:
+        """A name no scope binds, in a module with `from m import *`: what m exports under it
+        (the repository's export tables), else `torch` for `torch` itself, the one name a star
+        import hands on that means the same module everywhere (timm's layers use it so)."""
+        stars = self.module_scope.star_modules
+        for base in reversed(stars):  # the last star import wins
+            qual = self.exports.get(f"{base}.{name}")
+            if qual:
+                return self.canonical(qual)
+        return "torch" if stars and name == "torch" else None
+
+    def star_names(self) -> set[str]:
+        """The names `_from_star_import` can resolve (the walk's line pruning spells them)."""
+        stars = self.module_scope.star_modules
+        if not stars:
+            return set()
+        prefixes = tuple(f"{base}." for base in stars)
+        names = {key.rsplit(".", 1)[1] for key in self.exports if key.startswith(prefixes)}
+        return names | {"torch"}
 
     def qualname(self, expr: ast.AST, scope: Scope | None = None, _depth: int = 0) -> Binding:
         if scope is None:

@@ -89,6 +89,8 @@ class Walker:
                     patterns.append(re.escape(name) if len(name) > 2 else rf"\b{name}\b")
                 else:
                     patterns.extend(words)
+        # Names a `from m import *` hands on bind no import here; spell them as words.
+        patterns.extend(rf"\b{re.escape(name)}\b" for name in sorted(self.table.star_names()))
         index = self.ctx.index
         text = self.ctx.text
         if "\r" in text or len(index.lines) != text.count("\n") + (not text.endswith("\n")):
