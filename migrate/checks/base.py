@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 from pathlib import PurePosixPath
-from typing import TYPE_CHECKING, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from migrate.findings import Applicability, Edit, Finding, Fix, FixKind, ImportSpec
 
@@ -341,12 +341,15 @@ class PythonCheck(Check):
         return None
 
     def on_reference(self, ref: Reference, ctx: PythonContext) -> None:
-        ctx.report(
-            self.rule,
-            ref.call if ref.call is not None else ref.node,
-            f"`{ref.qualname}` is TorchScript: {self.rule.title}",
-            symbol=ref.qualname,
-        )
+        self.report_reference(ref, ctx, f"`{ref.qualname}` is TorchScript: {self.rule.title}")
+
+    def report_reference(
+        self, ref: Reference, ctx: PythonContext, message: str, **fix: Any
+    ) -> Finding:
+        """Report `ref` on its call (its name when it is not called) under the symbol it
+        resolves to; `fix` holds ctx.report's fix keywords (fix, edits, applicability...)."""
+        node = ref.call if ref.call is not None else ref.node
+        return ctx.report(self.rule, node, message, symbol=ref.qualname, **fix)
 
     def on_node(self, node: ast.AST, ctx: PythonContext) -> None:  # pragma: no cover - hook
         pass

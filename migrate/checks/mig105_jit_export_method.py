@@ -20,34 +20,27 @@ class JitExportMethod(PythonCheck):
             if self.options.get("intent") == "drop":
                 # Nothing will script the class (the planner holds this while a script of
                 # it stays): the method is a plain one, called as before.
-                decorator = ref.call if ref.role == "decorator_call" else ref.node
-                ctx.report(
-                    self.rule,
-                    decorator,
+                self.report_reference(
+                    ref,
+                    ctx,
                     f"`@torch.jit.export` only adds `{owner.name}` to a scripted module's "
                     "methods (intent drop): the decorator goes, the method stays a plain one; "
                     "to lower it to ExecuTorch too, export a module whose forward calls it",
-                    symbol=ref.qualname,
                     fix=FixKind.AUTO,
                     applicability=Applicability.SAFE,
-                    edits=[remove_decorator(ctx, decorator)],
+                    edits=[remove_decorator(ctx, ref.call or ref.node)],
                 )
                 return
-            ctx.report(
-                self.rule,
-                ref.call or ref.node,
+            self.report_reference(
+                ref,
+                ctx,
                 f"`@torch.jit.export` method `{owner.name}` needs its own exported program: wrap it "
                 f"in a module whose forward calls `{owner.name}`, export that, and pass "
                 '`{"forward": ep, "' + owner.name + '": ep_' + owner.name + "}` to "
                 "`to_edge_transform_and_lower` (see `migrate explain MIG105`)",
-                symbol=ref.qualname,
                 fix=FixKind.ASSISTED,
             )
             return
-        ctx.report(
-            self.rule,
-            ref.call or ref.node,
-            "`torch.jit.export` outside a method decorator",
-            symbol=ref.qualname,
-            fix=FixKind.MANUAL,
+        self.report_reference(
+            ref, ctx, "`torch.jit.export` outside a method decorator", fix=FixKind.MANUAL
         )

@@ -27,21 +27,17 @@ class JitPrivateApi(PythonCheck):
             and isinstance(statement, ast.Expr)
         ):
             # The planner holds it while anything in the repository still scripts or traces.
-            ctx.report(
-                self.rule,
-                ref.call,
+            self.report_reference(
+                ref,
+                ctx,
                 f"`{ref.qualname}` only tunes TorchScript's executor (intent drop): the call "
                 "goes once nothing scripts or traces code; unsafe: TorchScript code of other "
                 "libraries run in the same process no longer gets the setting",
-                symbol=ref.qualname,
                 fix=FixKind.AUTO,
                 applicability=Applicability.UNSAFE,
                 edits=[drop_statement(ctx, statement)],
             )
             return
-        ctx.report(
-            self.rule,
-            ref.call or ref.node,
-            f"`{ref.qualname}` is a TorchScript internal with no direct replacement",
-            symbol=ref.qualname,
+        self.report_reference(
+            ref, ctx, f"`{ref.qualname}` is a TorchScript internal with no direct replacement"
         )

@@ -50,6 +50,23 @@ _RERUN_HELP = "failed: run again the archives whose result is not pass; all: eve
 _RAY_HELP = "Run the batch as Ray tasks (a local instance, or RAY_ADDRESS / --ray-address)."
 _RAY_ADDRESS_HELP = "The Ray cluster to join (implies --ray)."
 
+# Options shared by verify and convert.
+InputsOpt = Annotated[str | None, typer.Option("--inputs", "-i", help=_INPUTS_HELP)]
+InputShapeOpt = Annotated[list[str] | None, typer.Option("--input-shape", help=_SHAPE_HELP)]
+DynamicDimOpt = Annotated[list[str] | None, typer.Option("--dynamic-dim", help=_DYN_HELP)]
+TrustArchiveOpt = Annotated[bool, typer.Option("--trust-archive", help=_TRUST_HELP)]
+MaxInputBytesOpt = Annotated[
+    int | None, typer.Option("--max-input-bytes", help=_MAX_BYTES_HELP, show_default=False)
+]
+ManifestOpt = Annotated[Path | None, typer.Option("--manifest", help=_MANIFEST_HELP)]
+JobsOpt = Annotated[int | None, typer.Option("--jobs", "-j", help=_JOBS_HELP)]
+TimeoutOpt = Annotated[float | None, typer.Option("--timeout", help=_TIMEOUT_HELP)]
+ResultsOpt = Annotated[Path | None, typer.Option("--results", help=_RESULTS_HELP)]
+RerunOpt = Annotated[str | None, typer.Option("--rerun", help=_RERUN_HELP)]
+RayOpt = Annotated[bool, typer.Option("--ray", help=_RAY_HELP)]
+RayAddressOpt = Annotated[str | None, typer.Option("--ray-address", help=_RAY_ADDRESS_HELP)]
+DebugOpt = Annotated[bool, typer.Option("--debug", help=_DEBUG_HELP)]
+
 #: Built-in defaults of the settings [tool.migrate.verify] may change.
 DEFAULTS: dict[str, object] = {
     "device": "auto",
@@ -279,11 +296,9 @@ def verify(
             show_default=False,
         ),
     ] = None,
-    inputs: Annotated[str | None, typer.Option("--inputs", "-i", help=_INPUTS_HELP)] = None,
-    input_shape: Annotated[
-        list[str] | None, typer.Option("--input-shape", help=_SHAPE_HELP)
-    ] = None,
-    dynamic_dim: Annotated[list[str] | None, typer.Option("--dynamic-dim", help=_DYN_HELP)] = None,
+    inputs: InputsOpt = None,
+    input_shape: InputShapeOpt = None,
+    dynamic_dim: DynamicDimOpt = None,
     device: Annotated[
         str | None,
         typer.Option(
@@ -363,23 +378,19 @@ def verify(
     isolated: Annotated[
         bool, typer.Option("--isolated", help="Ignore pyproject.toml configuration.")
     ] = False,
-    trust_archive: Annotated[bool, typer.Option("--trust-archive", help=_TRUST_HELP)] = False,
-    max_input_bytes: Annotated[
-        int | None, typer.Option("--max-input-bytes", help=_MAX_BYTES_HELP, show_default=False)
-    ] = None,
+    trust_archive: TrustArchiveOpt = False,
+    max_input_bytes: MaxInputBytesOpt = None,
     method: Annotated[
         str | None, typer.Option("--method", help=_METHOD_HELP.replace("Convert", "Check"))
     ] = None,
-    manifest: Annotated[Path | None, typer.Option("--manifest", help=_MANIFEST_HELP)] = None,
-    jobs: Annotated[int | None, typer.Option("--jobs", "-j", help=_JOBS_HELP)] = None,
-    timeout: Annotated[float | None, typer.Option("--timeout", help=_TIMEOUT_HELP)] = None,
-    results: Annotated[Path | None, typer.Option("--results", help=_RESULTS_HELP)] = None,
-    rerun: Annotated[str | None, typer.Option("--rerun", help=_RERUN_HELP)] = None,
-    ray: Annotated[bool, typer.Option("--ray", help=_RAY_HELP)] = False,
-    ray_address: Annotated[
-        str | None, typer.Option("--ray-address", help=_RAY_ADDRESS_HELP)
-    ] = None,
-    debug: Annotated[bool, typer.Option("--debug", help=_DEBUG_HELP)] = False,
+    manifest: ManifestOpt = None,
+    jobs: JobsOpt = None,
+    timeout: TimeoutOpt = None,
+    results: ResultsOpt = None,
+    rerun: RerunOpt = None,
+    ray: RayOpt = False,
+    ray_address: RayAddressOpt = None,
+    debug: DebugOpt = False,
     evidence: Annotated[  # issue 28: the shapes `migrate record` saw
         str | None,
         typer.Option(
@@ -510,35 +521,29 @@ def convert(
             show_default=False,
         ),
     ] = None,
-    inputs: Annotated[str | None, typer.Option("--inputs", "-i", help=_INPUTS_HELP)] = None,
-    input_shape: Annotated[
-        list[str] | None, typer.Option("--input-shape", help=_SHAPE_HELP)
-    ] = None,
+    inputs: InputsOpt = None,
+    input_shape: InputShapeOpt = None,
     out: Annotated[
         Path, typer.Option("--out", "-o", help="Output directory for <name>.pt2 and <name>.pte.")
     ] = Path("."),
     backend: Annotated[
         str, typer.Option("--backend", help="ExecuTorch backend: xnnpack or portable (none).")
     ] = "xnnpack",
-    dynamic_dim: Annotated[list[str] | None, typer.Option("--dynamic-dim", help=_DYN_HELP)] = None,
+    dynamic_dim: DynamicDimOpt = None,
     method: Annotated[str | None, typer.Option("--method", help=_METHOD_HELP)] = None,
-    trust_archive: Annotated[bool, typer.Option("--trust-archive", help=_TRUST_HELP)] = False,
-    max_input_bytes: Annotated[
-        int | None, typer.Option("--max-input-bytes", help=_MAX_BYTES_HELP, show_default=False)
-    ] = None,
-    manifest: Annotated[Path | None, typer.Option("--manifest", help=_MANIFEST_HELP)] = None,
-    jobs: Annotated[int | None, typer.Option("--jobs", "-j", help=_JOBS_HELP)] = None,
-    timeout: Annotated[float | None, typer.Option("--timeout", help=_TIMEOUT_HELP)] = None,
-    results: Annotated[Path | None, typer.Option("--results", help=_RESULTS_HELP)] = None,
-    rerun: Annotated[str | None, typer.Option("--rerun", help=_RERUN_HELP)] = None,
-    ray: Annotated[bool, typer.Option("--ray", help=_RAY_HELP)] = False,
-    ray_address: Annotated[
-        str | None, typer.Option("--ray-address", help=_RAY_ADDRESS_HELP)
-    ] = None,
+    trust_archive: TrustArchiveOpt = False,
+    max_input_bytes: MaxInputBytesOpt = None,
+    manifest: ManifestOpt = None,
+    jobs: JobsOpt = None,
+    timeout: TimeoutOpt = None,
+    results: ResultsOpt = None,
+    rerun: RerunOpt = None,
+    ray: RayOpt = False,
+    ray_address: RayAddressOpt = None,
     fmt: Annotated[
         str, typer.Option("--format", help="text or json (one archive's result, or a batch's).")
     ] = "text",
-    debug: Annotated[bool, typer.Option("--debug", help=_DEBUG_HELP)] = False,
+    debug: DebugOpt = False,
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="Print every recovery step's full reason.")
     ] = False,

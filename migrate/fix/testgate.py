@@ -230,9 +230,10 @@ def _interrupts_deferred():
 
 
 def _wait_polling(proc: subprocess.Popen, timeout: float | None) -> bool:
-    """Wait for the run in short steps; False once past `timeout`. A blocking wait would
-    keep Ctrl-C waiting for the whole run when the kernel hands SIGINT to another thread
-    (rich's refresh thread): the main thread only raises KeyboardInterrupt between steps."""
+    """Wait for the run in short steps; False once past `timeout`. The steps came with a
+    loaded CI run whose Ctrl-C waited out the whole trial (2a8db73); its cause was not the
+    wait: the CI runner starts the suite with SIGINT ignored, and the `migrate` under test
+    inherits that (tests/interrupts.py, 4e4a5f4)."""
     deadline = None if timeout is None else time.monotonic() + timeout
     while True:
         step = 0.2 if deadline is None else min(0.2, max(deadline - time.monotonic(), 0))
