@@ -4,7 +4,8 @@ test file whose module lives in another file must still run without `--test`:
 - a forward (in the library) that reads tensor data into Python (`int(batch.max())`) cannot
   be exported: the trace stays, held with that reason, even though the check only sees the
   test file; the same read under `if not torch.jit.is_scripting():` (which MIG110 turns into
-  `torch.compiler.is_compiling()`) holds nothing, nor does a branch there (MIG131);
+  `torch.compiler.is_compiling()`) holds nothing, nor does a branch there (MIG131), but
+  without an intent (the guard stays, False under export) it holds;
 - a trace called later with other inputs than its example (another graph) is exported with
   every axis `Dim.AUTO`: export would otherwise fix the example's sizes and fail that call.
 """
@@ -64,9 +65,9 @@ TESTS = """\
     """
 
 
-def _apply(root: Path):
+def _apply(root: Path, intent: str | None = "drop"):
     write_tree(root, {"lib/__init__.py": "", "lib/layers.py": LIBRARY, "tests/test_it.py": TESTS})
-    options = ScanOptions(use_git=False, cache=False, intent="drop")
+    options = ScanOptions(use_git=False, cache=False, intent=intent)
     result = run_apply([str(root)], options, allow_dirty=True, unsafe_fixes=True)
     return result.scan.findings, (root / "tests/test_it.py").read_text()
 
@@ -80,6 +81,11 @@ def test_a_forward_reading_tensor_data_in_another_file_keeps_its_trace(tmp_path)
     # The guarded read (is_scripting -> is_compiling) holds nothing: that trace is exported.
     assert "torch.jit.trace(model, (x, index))" not in test, test
     assert "torch.compiler.is_compiling()" in (tmp_path / "lib/layers.py").read_text()
+    # Without an intent the guard stays `is_scripting()`, False under export: the read holds.
+    findings, test = _apply(tmp_path / "plain", intent=None)
+    assert "jit = torch.jit.trace(model, (x, index))" in test, test
+    held = next(f for f in findings if f.rule == "MIG102" and f.line == 16)
+    assert "`Checked._check` reads tensor data into Python at " in held.message, held.message
 
 
 def test_a_trace_called_with_other_inputs_is_exported_with_dynamic_axes(tmp_path):

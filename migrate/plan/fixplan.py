@@ -670,12 +670,18 @@ def captures_wait_for_their_forward(ctx: Context) -> dict[FindingKey, str]:
 
 def _guarded_away(ctx: Context, guard: tuple[str, int, int] | None) -> bool:
     """A read under `if not torch.jit.is_scripting():` stays out of export once that guard's
-    MIG110 fix (`torch.compiler.is_compiling()` under drop) is written in this run."""
+    MIG110 fix turning it into `torch.compiler.is_compiling()` (under drop) is written in this
+    run; folded to False, or left, the guard lets export run it."""
     if guard is None:
         return False
     if not guard[0]:  # `not torch.compiler.is_compiling()`: export skips it anyway
         return True
-    return any(finding_key(g) in ctx.written for g in _at(ctx, ("MIG110",), *guard))
+    return any(
+        finding_key(g) in ctx.written
+        and g.autofix is not None
+        and any(e.text.endswith("is_compiling") for e in g.autofix.edits)  # not folded to False
+        for g in _at(ctx, ("MIG110",), *guard)
+    )
 
 
 def _judged_by_running(ctx: Context, f: Finding) -> bool:
