@@ -37,6 +37,26 @@ def guarded_data_read(ctx: PythonContext, call: ast.Call) -> int | None:
     return _reads_data(ctx, [*holder.body, *(() if test is negation else [test])], set())
 
 
+def data_read(node: ast.AST) -> str | None:
+    """`x.item()`, `x.tolist()`, `int(x.max())`, `int(x[0])`: Python reading tensor data,
+    which export and torch.compile specialize on or fail at (`int(x.size(0))` reads a shape,
+    known while tracing); its spelling, or None."""
+    if not isinstance(node, ast.Call):
+        return None
+    func = node.func
+    if isinstance(func, ast.Attribute) and func.attr in _DATA_READS and not node.args:
+        return f"{func.attr}()"
+    if (
+        isinstance(func, ast.Name)
+        and func.id in _CASTS
+        and len(node.args) == 1
+        and isinstance(node.args[0], (ast.Call, ast.Subscript))
+        and getattr(getattr(node.args[0], "func", None), "attr", None) not in _SHAPES
+    ):
+        return f"{func.id}(...)"
+    return None
+
+
 def _reads_data(ctx: PythonContext, nodes: list[ast.AST], seen: set[str]) -> int | None:
     methods = _methods(ctx, nodes[0]) if nodes else {}
     for root in nodes:
@@ -44,15 +64,7 @@ def _reads_data(ctx: PythonContext, nodes: list[ast.AST], seen: set[str]) -> int
             if not isinstance(node, ast.Call):
                 continue
             func = node.func
-            if isinstance(func, ast.Attribute) and func.attr in _DATA_READS and not node.args:
-                return node.lineno
-            if (
-                isinstance(func, ast.Name)
-                and func.id in _CASTS
-                and len(node.args) == 1
-                and isinstance(node.args[0], (ast.Call, ast.Subscript))
-                and getattr(getattr(node.args[0], "func", None), "attr", None) not in _SHAPES
-            ):
+            if data_read(node) is not None:
                 return node.lineno
             if (
                 isinstance(func, ast.Attribute)

@@ -17,6 +17,7 @@ import sys
 from dataclasses import dataclass, field
 
 from migrate.checks import _static_inputs as static_inputs
+from migrate.checks._compile_guard import data_read
 from migrate.checks._edits import replace_with_arg
 from migrate.checks._export_checks import (
     export_each_call,
@@ -392,6 +393,8 @@ def _capture_fix(ctx: PythonContext, call: ast.Call) -> Fix:
             return each
     if reason is not None:
         return _also(fix.fail(f"{reason}; {consequence}"), vacuous)
+    if qual == "torch.jit.trace" and "dynamic_shapes=" not in export:
+        export = _shapes_followed(ctx, call, scope, fix, export, called)
     absorbed = False
     for use in uses:
         replaced = program_use(ctx, use, call, export, scope, fix)
@@ -889,6 +892,35 @@ def _differing_call(
     return None
 
 
+def _shapes_followed(ctx, capture: ast.Call, scope: Scope, fix: Fix, export: str, calls) -> str:
+    """A trace records `x.size(0)` as an operation: its module runs on inputs of other shapes
+    (another graph, another batch). export fixes the example's sizes, so where a later call
+    passes other tensors than the example, every axis of each positional input becomes
+    `Dim.AUTO` (dynamic where the program allows, the rest kept as traced)."""
+    example = _example(ctx, capture, "torch.jit.trace")
+    if example is None or not example.args or example.keywords:
+        return export
+    shown = [ctx.source(a) for a in example.args]
+    other = next(
+        (
+            c
+            for c in calls
+            if c.args and [ctx.source(a) for a in c.args] != shown and not c.keywords
+        ),
+        None,
+    )
+    if other is None or any(isinstance(a, ast.Starred) for a in other.args):
+        return export
+    auto = fix.need(ctx.spell("torch.export.Dim", scope))
+    inputs = f"({shown[0]},)" if len(shown) == 1 else f"({', '.join(shown)})"
+    spec = f"tuple(dict.fromkeys(range(t.dim()), {auto}.AUTO) for t in {inputs})"
+    fix.note(
+        f"the call on line {other.lineno} passes other inputs than the example: every axis "
+        "is `Dim.AUTO`, as the trace followed their shapes"
+    )
+    return f"{export[:-1]}, dynamic_shapes={spec})"
+
+
 def _shape(ctx: PythonContext, expr: ast.expr) -> tuple[int, ...] | None:
     """The literal shape of a tensor made by `torch.randn(2, 3)` and the like."""
     origin = value_origin(ctx, expr) if isinstance(expr, ast.Name) else expr
@@ -906,32 +938,16 @@ def _shape(ctx: PythonContext, expr: ast.expr) -> tuple[int, ...] | None:
     return tuple(s.value for s in sizes)  # type: ignore[union-attr]
 
 
-_DATA_READS = ("item", "tolist")
-
-
 def _export_limit(ctx: PythonContext, module: ast.expr | None, scope: Scope) -> str | None:
-    """A read of tensor data into Python in the captured class's forward (same file), which
-    export cannot trace without specializing or failing."""
+    """A read of tensor data into Python in the captured class's forward (same file; the
+    planner follows other files: facts.blockers), which export cannot trace."""
     forward = _forward_of(ctx, module, scope)
     if forward is None:
         return None
     for node in ast.walk(forward):
-        if not isinstance(node, ast.Call):
-            continue
-        func = node.func
-        if isinstance(func, ast.Attribute) and func.attr in _DATA_READS and not node.args:
-            return (
-                f"`{func.attr}()` in `forward` (line {node.lineno}) reads tensor data into Python"
-            )
-        if (
-            isinstance(func, ast.Name)
-            and func.id in ("int", "float", "bool")
-            and len(node.args) == 1
-            and isinstance(node.args[0], ast.Call)
-        ):
-            return (
-                f"`{func.id}(...)` in `forward` (line {node.lineno}) reads tensor data into Python"
-            )
+        read = data_read(node)
+        if read is not None:
+            return f"`{read}` in `forward` (line {node.lineno}) reads tensor data into Python"
     return None
 
 

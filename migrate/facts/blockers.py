@@ -7,7 +7,13 @@ reachable from `forward` are collected: `self.method(...)` calls (looked up thro
 class and its in-repo base classes, `super().method(...)` from the next base), and the
 `forward` of submodules assigned as `self.sub = Other(...)` and called as `self.sub(...)`.
 A *blocker* is a reachable method decorated `@torch.jit.ignore`, `@torch.jit.ignore(drop=...)`
-or `@torch.jit.unused` (decorator names resolved through imports and aliases).
+or `@torch.jit.unused` (decorator names resolved through imports and aliases). A *data read*
+is a reachable `x.item()`, `x.tolist()` or `int(x.max())`: Python reading tensor values, which
+export specializes on or fails at (the class may live in another file than the capture). One
+under `if not torch.compiler.is_compiling():` is left out (export skips it); one under
+`if not torch.jit.is_scripting():` names that guard, which keeps it from export only once
+MIG110 rewrites it (the planner asks). A method reached both guarded and not counts as
+first reached.
 
 Limits: base classes are searched depth first (the MRO of simple hierarchies); methods
 reached through `getattr`, function references or other objects than `self` are not seen;
@@ -19,6 +25,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from migrate.checks._compile_guard import data_read
 from migrate.facts._repo import FileIndex, Repo, Span, self_name, terminal_names, unwrap_call
 from migrate.facts.values import CAPTURES, MAKER_WORDS
 from migrate.scan.pyscope import Scope
@@ -47,6 +54,17 @@ class Blocker:
 
 
 @dataclass(frozen=True)
+class DataRead:
+    """A read of tensor data into Python (`int(...)`, `item()`) in a method `forward` reaches."""
+
+    display: str
+    line: int
+    method: str
+    read: str
+    guard: tuple[str, int, int] | None = None  # the `torch.jit.is_scripting()` around it
+
+
+@dataclass(frozen=True)
 class Method:
     """A reachable method: its class, name and the span of its whole `def`."""
 
@@ -54,6 +72,7 @@ class Method:
     class_name: str
     method: str
     span: Span
+    guard: tuple[str, int, int] | None = None  # reached only under this guard (DataRead.guard)
 
 
 @dataclass(frozen=True)
@@ -70,6 +89,7 @@ class CapturedClass:
     # A class of the repository that `forward`'s return annotation names (`Tuple[Tensor,
     # Out]`): export returns only tensors, numbers and their containers (issue 27).
     returns_class: str | None = None
+    data_reads: tuple[DataRead, ...] = ()
 
 
 def find_captured_classes(repo: Repo) -> dict[tuple[str, int, int], CapturedClass]:
@@ -208,16 +228,17 @@ def _analyse(repo: Repo, cls: _ClassRef) -> CapturedClass:
         return CapturedClass(f.display, node.name, None, span=f.span(node))
     methods: list[Method] = []
     blockers: list[Blocker] = []
+    reads: list[DataRead] = []
     seen: set[int] = set()
-    # (position in the hierarchy, hierarchy, owner, method, path from forward)
-    todo = [(forward[0], mro, forward[1], forward[2], ("forward",))]
+    # (position in the hierarchy, hierarchy, owner, method, path from forward, guard)
+    todo = [(forward[0], mro, forward[1], forward[2], ("forward",), None)]
     while todo:
-        index, hierarchy, (owner, owner_cls), func, via = todo.pop()
+        index, hierarchy, (owner, owner_cls), func, via, outer = todo.pop()
         if id(func) in seen:
             continue
         seen.add(id(func))
         name = func.name  # type: ignore[attr-defined]
-        methods.append(Method(owner.display, owner_cls.name, name, owner.span(func)))
+        methods.append(Method(owner.display, owner_cls.name, name, owner.span(func), outer))
         for dec in func.decorator_list:  # type: ignore[attr-defined]
             target = dec.func if isinstance(dec, ast.Call) else dec
             if owner.qualname(target) in DECORATORS:
@@ -233,20 +254,27 @@ def _analyse(repo: Repo, cls: _ClassRef) -> CapturedClass:
                     )
                 )
         me = self_name(func)
+        guards = _guarded_nodes(owner, func)
         for call in ast.walk(func):
             if not isinstance(call, ast.Call):
                 continue
+            guard = outer or guards.get(id(call))
+            read = data_read(call)
+            if read is not None and guard != _COMPILING:
+                reads.append(DataRead(owner.display, call.lineno, name, read, guard))
             callee = call.func
             if isinstance(callee, ast.Attribute):
                 receiver = callee.value
                 if isinstance(receiver, ast.Name) and receiver.id == me:
                     found = _method(hierarchy, callee.attr)
                     if found is not None:
-                        todo.append((found[0], hierarchy, found[1], found[2], (*via, callee.attr)))
+                        step = (*via, callee.attr)
+                        todo.append((found[0], hierarchy, found[1], found[2], step, guard))
                 elif _is_super(receiver):
                     found = _method(hierarchy, callee.attr, index + 1)
                     if found is not None:
-                        todo.append((found[0], hierarchy, found[1], found[2], (*via, callee.attr)))
+                        step = (*via, callee.attr)
+                        todo.append((found[0], hierarchy, found[1], found[2], step, guard))
             if (
                 isinstance(callee, ast.Attribute)
                 and isinstance(callee.value, ast.Name)
@@ -258,7 +286,7 @@ def _analyse(repo: Repo, cls: _ClassRef) -> CapturedClass:
                     found = _method(sub_mro, "forward")
                     if found is not None:
                         step = (*via, f"{callee.attr}.forward")
-                        todo.append((found[0], sub_mro, found[1], found[2], step))
+                        todo.append((found[0], sub_mro, found[1], found[2], step, guard))
     return CapturedClass(
         f.display,
         node.name,
@@ -267,7 +295,37 @@ def _analyse(repo: Repo, cls: _ClassRef) -> CapturedClass:
         tuple(blockers),
         span=f.span(node),
         returns_class=_returned_class(repo, forward[1][0], forward[2]),
+        data_reads=tuple(sorted(reads, key=lambda r: (r.display, r.line))),
     )
+
+
+_COMPILING = ("", 0, 0)  # the guard `not torch.compiler.is_compiling()`: export skips it
+_GUARDS = frozenset({"torch.jit.is_scripting", "torch.compiler.is_compiling"})
+
+
+def _guarded_nodes(f: FileIndex, func: ast.AST) -> dict[int, tuple[str, int, int]]:
+    """id(node) -> its guard, for the nodes of `if not torch.jit.is_scripting() [and ...]:`
+    bodies (the rest of the `and` too): the guard call's start, or _COMPILING for
+    `torch.compiler.is_compiling()`. The outermost guard wins."""
+    out: dict[int, tuple[str, int, int]] = {}
+    for node in ast.walk(func):
+        if not isinstance(node, ast.If):
+            continue
+        test, rest = node.test, []
+        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+            test, rest = test.values[0], test.values[1:]
+        if not (isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)):
+            continue
+        asked = test.operand
+        if not isinstance(asked, ast.Call) or f.qualname(asked.func) not in _GUARDS:
+            continue
+        guard = _COMPILING
+        if f.qualname(asked.func) == "torch.jit.is_scripting":
+            guard = f.span(asked).start
+        for stmt in [*node.body, *rest]:
+            for inner in ast.walk(stmt):
+                out.setdefault(id(inner), guard)
+    return out
 
 
 def _returned_class(repo: Repo, f: FileIndex, forward: ast.AST) -> str | None:

@@ -645,9 +645,17 @@ def captures_wait_for_their_forward(ctx: Context) -> dict[FindingKey, str]:
                 f"marked `@{b.decorator}`: export would run its Python"
             )
             continue
-        spans = [m.span for m in captured.methods] or (
-            [captured.forward] if captured.forward else []
-        )
+        reads = [r for r in captured.data_reads if not _guarded_away(ctx, r.guard)]
+        if reads:  # the check sees its own file only; the class may be elsewhere
+            r = reads[0]
+            holds[finding_key(f)] = (
+                f"`{captured.class_name}.{r.method}` reads tensor data into Python at "
+                f"{r.display}:{r.line} (`{r.read}`): export specializes on the example's data "
+                "there, or fails"
+            )
+            continue
+        methods = [m for m in captured.methods if not _guarded_away(ctx, m.guard)]
+        spans = [m.span for m in methods] or ([captured.forward] if captured.forward else [])
         for branch in ctx.findings:
             if branch.rule != "MIG131" or finding_key(branch) in ctx.written:
                 continue
@@ -658,6 +666,22 @@ def captures_wait_for_their_forward(ctx: Context) -> dict[FindingKey, str]:
                 )
                 break
     return holds
+
+
+def _guarded_away(ctx: Context, guard: tuple[str, int, int] | None) -> bool:
+    """A read under `if not torch.jit.is_scripting():` stays out of export once that guard's
+    MIG110 fix turning it into `torch.compiler.is_compiling()` (under drop) is written in this
+    run; folded to False, or left, the guard lets export run it."""
+    if guard is None:
+        return False
+    if not guard[0]:  # `not torch.compiler.is_compiling()`: export skips it anyway
+        return True
+    return any(
+        finding_key(g) in ctx.written
+        and g.autofix is not None
+        and any(e.text.endswith("is_compiling") for e in g.autofix.edits)  # not folded to False
+        for g in _at(ctx, ("MIG110",), *guard)
+    )
 
 
 def _judged_by_running(ctx: Context, f: Finding) -> bool:
