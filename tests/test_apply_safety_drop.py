@@ -24,6 +24,14 @@ from tests.test_imageops_drop import jit_lines
 DROP_CASES = {
     # try: trace / except: script, both bound to `traced`: one binding, both exported.
     "a_service": {"service/export.py": ["torch.export.export(model, (example,))"] * 2},
+    # `return torch.jit.script(model.eval())` in a wrapper without example inputs: it takes
+    # them (a new keyword), its call passes what the loaded program is called with, and the
+    # save of its result in the caller's module moves with it.
+    "c_shared_path": {
+        "ranking/model.py": ["example_inputs=None", "torch.export.export(model.eval(), "],
+        "ranking/train.py": ["example_inputs=[torch.zeros(5, 6)]", "torch.export.save(scripted, "],
+        "ranking/serve.py": ["torch.export.load(RANKER_PATH).module()"],
+    },
 }
 
 
