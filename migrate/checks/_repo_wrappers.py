@@ -335,16 +335,44 @@ def _analyse(ctx: PythonContext, func: ast.FunctionDef | ast.AsyncFunctionDef, m
         and w.producer is None
         and w.consumer is None
     ):  # only scripts and returns: `return torch.jit.script(model.eval())`
-        w.added_example = _added_param(func, "example_inputs")
+        w.added_example = _added_param(ctx, func, "example_inputs")
     return w
 
 
-def _added_param(func: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> str | None:
-    """A keyword parameter `name` (made unique) can be appended to `func`'s positional ones:
-    no `*args`, keyword-only parameters or `**kwargs` to place it among."""
+_MODULE_TYPES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
+
+
+def _added_param(ctx: PythonContext, func, name: str) -> str | None:
+    """A keyword parameter `name` (made unique) for example inputs, when `func` scripts a
+    module (a parameter annotated `nn.Module`, or `param.eval()`: export takes modules only)
+    and `name` can be appended to its positional parameters (no `*args`, keyword-only
+    parameters or `**kwargs` to place it among)."""
     args = func.args
     if args.vararg or args.kwonlyargs or args.kwarg or not (args.posonlyargs or args.args):
         return None
+    modules = {
+        a.arg
+        for a in (*args.posonlyargs, *args.args)
+        if a.annotation is not None and ctx.qualname(a.annotation) in _MODULE_TYPES
+    }
+    scripted = [
+        n.args[0]
+        for n in ast.walk(func)
+        if isinstance(n, ast.Call) and ctx.qualname(n.func) == "torch.jit.script" and n.args
+    ]
+    if not scripted:
+        return None
+    for target in scripted:
+        evaled = (
+            isinstance(target, ast.Call)
+            and isinstance(target.func, ast.Attribute)
+            and target.func.attr == "eval"
+            and not target.args
+            and not target.keywords
+        )
+        base = target.func.value if evaled else target  # type: ignore[union-attr]
+        if not isinstance(base, ast.Name) or not (evaled or base.id in modules):
+            return None  # neither annotated a module nor `.eval()`-ed: maybe a function
     taken = {a.arg for a in (*args.posonlyargs, *args.args)}
     taken |= {n.id for n in ast.walk(func) if isinstance(n, ast.Name)}
     while name in taken:
