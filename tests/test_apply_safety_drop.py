@@ -82,3 +82,48 @@ def test_drop_migrates_the_case_and_it_computes_the_same(case, tmp_path):
             assert shown is not None, f"{path}:{line} names torch.jit and no finding says why"
             assert shown["fix"] in ("assisted", "manual"), shown
             assert "; " in shown["message"] or ": " in shown["message"], shown
+
+
+BRANCHES = """\
+import torch
+
+
+def export(flag):
+    model = torch.nn.Linear(4, 2)
+    x = torch.randn(2, 4)
+    if flag:
+        m = torch.jit.trace(model, x)
+    else:
+        m = torch.jit.script({scripted})
+    torch.jit.save(m, "m.pt")
+"""
+
+
+def _capture_findings(tmp_path: Path, scripted: str, *intent: str) -> dict[str, dict]:
+    root = tmp_path / "pkg"
+    root.mkdir(exist_ok=True)
+    (root / "export.py").write_text(BRANCHES.format(scripted=scripted), encoding="utf-8")
+    found = run_cli(
+        ["scan", "--no-cache", *intent, "-f", "json", str(root)], tmp_path, clean_env(tmp_path)
+    )
+    assert found.code in (0, 1), found.stderr
+    return {f["rule"]: f for f in found.json()["findings"]}
+
+
+def test_an_if_else_binding_one_name_to_two_captures_is_one_binding_under_drop(tmp_path):
+    drop = _capture_findings(tmp_path, "model", "--intent", "drop")
+    assert [drop[r]["fix"] for r in ("MIG101", "MIG102", "MIG201")] == ["auto"] * 3, drop
+    assert "the captures on lines 8, 10 bind `m` on each path" in drop["MIG101"]["message"]
+    # Without an intent the scripted fallback stays TorchScript, and so does the group.
+    plain = _capture_findings(tmp_path, "model")
+    assert [plain[r]["fix"] for r in ("MIG101", "MIG102", "MIG201")] == ["assisted"] * 3
+    assert "rebound on another path" in plain["MIG102"]["message"]
+
+
+def test_a_scripted_fallback_of_another_module_holds_the_group_and_says_why(tmp_path):
+    drop = _capture_findings(tmp_path, "model.float()", "--intent", "drop")
+    assert [drop[r]["fix"] for r in ("MIG101", "MIG102", "MIG201")] == ["assisted"] * 3, drop
+    assert (
+        "the fallback on line 10 scripts `model.float()`, and no traced branch of that module "
+        "has example inputs in scope there"
+    ) in drop["MIG102"]["message"]
