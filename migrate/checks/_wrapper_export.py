@@ -27,6 +27,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from migrate.checks import _export_rewrite as rw
+from migrate.checks._flow import bound_name, name_uses, parent
 from migrate.checks._repo_wrappers import LOADS, SAVE, Wrapper
 from migrate.checks.base import Edit, PythonContext
 from migrate.findings import ImportSpec
@@ -218,9 +220,6 @@ def result_saves(ctx: PythonContext, call: ast.Call) -> tuple[list[tuple[str, tu
     of that name in its scope (`torch.jit.save(name, path[, extra])`, `name.save(path)`)
     as (finding key, edits, imports) writing the program with `torch.export.save`, or why
     one cannot be (then the wrapper must wait: its program would reach a TorchScript save)."""
-    from migrate.checks import _export_rewrite as rw
-    from migrate.checks._flow import bound_name, name_uses, parent
-
     bound = bound_name(ctx, call)
     if bound is None:
         return [], ""
