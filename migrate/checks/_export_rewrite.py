@@ -16,6 +16,7 @@ import re
 import sys
 from dataclasses import dataclass, field
 
+from migrate.checks import _alt_captures as _alt
 from migrate.checks import _static_inputs as static_inputs
 from migrate.checks._compile_guard import data_read
 from migrate.checks._edits import replace_with_arg
@@ -42,7 +43,7 @@ from migrate.checks._selfcompare import self_comparison
 from migrate.checks.base import Edit, GroupFix, PythonContext
 from migrate.scan.pyscope import Scope
 
-JIT_CAPTURES = frozenset({"torch.jit.trace", "torch.jit.trace_module", "torch.jit.script"})
+JIT_CAPTURES = _alt.JIT_CAPTURES
 JIT_PASSES = frozenset({"torch.jit.freeze", "torch.jit.optimize_for_inference"})
 CAPTURE_RULES = {
     "torch.jit.script": "MIG101",
@@ -336,6 +337,9 @@ def capture_fix(ctx: PythonContext, call: ast.Call) -> Fix:
 
 
 def _capture_fix(ctx: PythonContext, call: ast.Call) -> Fix:
+    found = _alt.alternatives_of(ctx, call)
+    if found is not None:  # `try: m = trace(...)` / `except: m = script(...)`: one binding
+        return alternatives_fix(ctx, call, found)
     fix = Fix()
     qual = ctx.qualname(call.func)
     scope = ctx.table.scope_for(call)
@@ -1245,6 +1249,101 @@ def _lowering_with_fallback(ctx: PythonContext, node: ast.Name) -> ast.Call | No
     return None
 
 
+# --------------------------------------------------------------------------- alternatives
+# issue 27: a capture bound on each path of a try/if (migrate.checks._alt_captures).
+
+
+def alternatives_fix(ctx: PythonContext, call: ast.Call, found: _alt.Alternatives) -> Fix:
+    """The group fix of every branch's capture, computed once (on the first capture)."""
+    first = found.captures[0]
+    if call is not first:
+        return capture_fix(ctx, first)
+    fix = Fix()
+    scope = ctx.table.scope_for(call)
+    for capture in found.captures:
+        fix.member(CAPTURE_RULES.get(ctx.qualname(capture.func) or "", "MIG101"), capture)
+    uses, problem = name_uses(ctx, found.bindings[0], found.name, scope, found.bindings[1:])
+    if problem is not None:
+        return fix.fail(problem)
+    exports = _alternative_exports(ctx, found, scope, fix)
+    if exports is None:
+        return fix
+    calls = [h for u in uses if isinstance(h := parent(ctx, u), ast.Call) and h.func is u]
+    for capture in found.captures:
+        qual = ctx.qualname(capture.func)
+        module = _captured_module(ctx, capture, qual)
+        reason = _differing_call(ctx, capture, qual, calls) if qual != "torch.jit.script" else None
+        reason = reason or _export_limit(ctx, module, scope)
+        if reason is not None:
+            return fix.fail(f"{reason}; export would not run these calls as they are")
+    for use in uses:
+        program_use(ctx, use, None, "", scope, fix)
+        if not fix.auto:
+            return fix
+    for capture, text in exports:
+        fix.edits.append(Edit(*ctx.span(capture), text))
+    lines = ", ".join(str(c.lineno) for c in found.captures)
+    fix.note(f"the captures on lines {lines} bind `{found.name}` on each path: all exported")
+    return fix
+
+
+def _alternative_exports(ctx: PythonContext, found: _alt.Alternatives, scope, fix: Fix):
+    """(capture, export text) for each branch, or None (the fix says why)."""
+    out: list[tuple[ast.Call, str]] = []
+    traced: list[tuple[ast.Call, ast.expr]] = []  # (trace, its example inputs)
+    for capture in found.captures:
+        qual = ctx.qualname(capture.func)
+        if qual == "torch.jit.script":
+            continue
+        maker = _trace_export if qual == "torch.jit.trace" else _trace_module_export
+        text = maker(ctx, capture, scope, fix)
+        if text is None:
+            return None
+        out.append((capture, text))
+        inputs = (bind_args(capture, TRACE_PARAMS) or {}).get("example_inputs")
+        if qual == "torch.jit.trace" and inputs is not None:
+            traced.append((capture, inputs))
+    for capture in found.captures:
+        if ctx.qualname(capture.func) != "torch.jit.script":
+            continue
+        text = _script_with_sibling_example(ctx, capture, traced, scope, fix)
+        if text is None:
+            return None
+        out.append((capture, text))
+    return out
+
+
+def _script_with_sibling_example(ctx, script: ast.Call, traced, scope, fix: Fix) -> str | None:
+    """`torch.export.export(m, args)` for a script fallback, with a traced branch's example."""
+    if len(script.args) != 1 or script.keywords or isinstance(script.args[0], ast.Starred):
+        fix.fail(f"the `torch.jit.script` on line {script.lineno} takes arguments export does not")
+        return None
+    module = script.args[0]
+    why = not_a_module(ctx, module, scope)
+    if why is not None:
+        fix.fail(f"the fallback on line {script.lineno} scripts {why}, which export cannot take")
+        return None
+    stmt = statement_of(ctx, script)
+    for trace, inputs in traced:
+        traced_module = _captured_module(ctx, trace, "torch.jit.trace")
+        if (
+            traced_module is not None
+            and ctx.source(traced_module) == ctx.source(module)
+            and is_pure(inputs)
+            and stmt is not None
+            and available_at(ctx, inputs, scope, stmt)
+        ):
+            args = example_args(ctx, inputs, scope)
+            if args is not None:
+                return _export_call(ctx, fix, scope, module, args, None)
+    fix.fail(
+        f"the fallback on line {script.lineno} scripts `{_short(ctx.source(module))}`, and "
+        "no traced branch of that module has example inputs in scope there: export it with "
+        "`torch.export.export(module, example_args)`"
+    )
+    return None
+
+
 # --------------------------------------------------------------------------- use sites
 
 
@@ -1263,7 +1362,7 @@ def source_of(ctx: PythonContext, expr: ast.expr) -> Source:
     for _ in range(8):
         origin = value_origin(ctx, expr)
         if origin is None and isinstance(expr, ast.Name):
-            origin = _lowering_with_fallback(ctx, expr)
+            origin = _lowering_with_fallback(ctx, expr) or _alt.capture_of(ctx, expr)
         if isinstance(origin, ast.Name):
             expr = origin
             continue

@@ -73,6 +73,10 @@ class Wrapper:
     # The parameter whose items the made module is called with (`for x in inputs:
     # script_module(x)`): the example an export of it needs, passed by each caller.
     example: str | None = None
+    # A wrapper that only scripts and returns (`return torch.jit.script(model.eval())`), no
+    # parameter holding them: the keyword parameter an export of it adds for them, passed
+    # by each caller (intent drop).
+    added_example: str | None = None
     # A wrapper whose body calls other wrappers of its file (and no TorchScript API): their
     # qualnames. It is fixed with them; its calls are call sites like theirs.
     derived: list[str] = field(default_factory=list)
@@ -80,6 +84,11 @@ class Wrapper:
     @property
     def name(self) -> str:
         return self.qual.rpartition(".")[2]
+
+    @property
+    def export_example(self) -> str | None:
+        """The parameter an export of it takes its example inputs from (its own or added)."""
+        return self.example or self.added_example
 
     def encode(self) -> str:
         data = {
@@ -92,6 +101,7 @@ class Wrapper:
             "public": self.public,
             "end": self.end,
             "example": self.example,
+            "added_example": self.added_example,
             "derived": self.derived,
         }
         for role in ("capture", "saves", "producer", "consumer"):
@@ -117,6 +127,7 @@ class Wrapper:
                 public=bool(data["public"]),
                 end=int(data.get("end") or data["line"]),
                 example=data.get("example"),
+                added_example=data.get("added_example"),
                 derived=list(data.get("derived") or ()),
                 **roles,
             )
@@ -315,7 +326,58 @@ def _analyse(ctx: PythonContext, func: ast.FunctionDef | ast.AsyncFunctionDef, m
     if w.capture is None and w.saves is None and w.producer is None and w.consumer is None:
         return None
     w.example = _example_param(nodes, made, every)
+    if (
+        w.example is None
+        and w.capture is not None
+        and w.capture.api == "torch.jit.script"
+        and w.returns
+        and w.saves is None
+        and w.producer is None
+        and w.consumer is None
+    ):  # only scripts and returns: `return torch.jit.script(model.eval())`
+        w.added_example = _added_param(ctx, func, "example_inputs")
     return w
+
+
+_MODULE_TYPES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
+
+
+def _added_param(ctx: PythonContext, func, name: str) -> str | None:
+    """A keyword parameter `name` (made unique) for example inputs, when `func` scripts a
+    module (a parameter annotated `nn.Module`, or `param.eval()`: export takes modules only)
+    and `name` can be appended to its positional parameters (no `*args`, keyword-only
+    parameters or `**kwargs` to place it among)."""
+    args = func.args
+    if args.vararg or args.kwonlyargs or args.kwarg or not (args.posonlyargs or args.args):
+        return None
+    modules = {
+        a.arg
+        for a in (*args.posonlyargs, *args.args)
+        if a.annotation is not None and ctx.qualname(a.annotation) in _MODULE_TYPES
+    }
+    scripted = [
+        n.args[0]
+        for n in ast.walk(func)
+        if isinstance(n, ast.Call) and ctx.qualname(n.func) == "torch.jit.script" and n.args
+    ]
+    if not scripted:
+        return None
+    for target in scripted:
+        evaled = (
+            isinstance(target, ast.Call)
+            and isinstance(target.func, ast.Attribute)
+            and target.func.attr == "eval"
+            and not target.args
+            and not target.keywords
+        )
+        base = target.func.value if evaled else target  # type: ignore[union-attr]
+        if not isinstance(base, ast.Name) or not (evaled or base.id in modules):
+            return None  # neither annotated a module nor `.eval()`-ed: maybe a function
+    taken = {a.arg for a in (*args.posonlyargs, *args.args)}
+    taken |= {n.id for n in ast.walk(func) if isinstance(n, ast.Name)}
+    while name in taken:
+        name += "_"
+    return name
 
 
 def _example_param(nodes: list[ast.AST], made: set[str], params: set[str]) -> str | None:

@@ -14,8 +14,10 @@ saves; what that one writes, the third reads): `export_rewrites` gives every pub
 rewrite, or None and the reason of the first that cannot be. A body is rewritten only when
 all its TorchScript calls are of the forms below; anything else refuses, naming it:
 
-- `s = torch.jit.script(param)`, with `s` only called, saved or returned, and an example
-  parameter (`Wrapper.example`); a guard raising a clear error when no example is passed;
+- `s = torch.jit.script(param)`, with `s` only called, saved or returned, or `return
+  torch.jit.script(param)`, and an example parameter (`Wrapper.example`; where none holds
+  them, a keyword parameter `example_inputs=None` is added, `Wrapper.added_example`); a
+  guard raising a clear error when no example is passed;
 - `torch.jit.save(obj, path[, extra])` of what it scripted or of a parameter;
 - `torch.jit.load(path[, map_location][, extra])`.
 """
@@ -25,8 +27,11 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from migrate.checks import _export_rewrite as rw
+from migrate.checks._flow import bound_name, name_uses, parent
 from migrate.checks._repo_wrappers import LOADS, SAVE, Wrapper
 from migrate.checks.base import Edit, PythonContext
+from migrate.findings import ImportSpec
 
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
@@ -92,13 +97,15 @@ def _rewrite(ctx: PythonContext, w: Wrapper) -> tuple[Rewrite | None, str]:
 
 def _capture(ctx, w: Wrapper, call: ast.Call, parents, out: Rewrite, made: set[str]) -> str:
     holder = parents.get(id(call))
-    if not (
+    returned = isinstance(holder, ast.Return) and holder.value is call
+    if not returned and not (
         isinstance(holder, ast.Assign)
         and len(holder.targets) == 1
         and isinstance(holder.targets[0], ast.Name)
     ):
         return "does not bind what it scripts to one name"
-    if w.capture is None or w.example is None:
+    ex = w.export_example
+    if w.capture is None or ex is None:
         return (
             "never calls what it scripts with a parameter's items (`for x in inputs: "
             "module(x)`), so no parameter holds the example inputs export needs"
@@ -108,7 +115,10 @@ def _capture(ctx, w: Wrapper, call: ast.Call, parents, out: Rewrite, made: set[s
         return "scripts with arguments export does not take"
     export, imports = ctx.spell("torch.export.export")
     out.imports += imports
-    ex = w.example
+    if w.example is None:  # no parameter holds them: one is added, each caller passes it
+        args = out.node.args
+        end = ctx.end(args.defaults[-1] if args.defaults else (*args.posonlyargs, *args.args)[-1])
+        out.edits.append(Edit(end, end, f", {ex}=None"))
     indent = " " * holder.col_offset
     guard = (
         f'if not {ex}:\n{indent}    raise ValueError("{w.name} exports with torch.export: '
@@ -118,7 +128,8 @@ def _capture(ctx, w: Wrapper, call: ast.Call, parents, out: Rewrite, made: set[s
     out.edits.append(Edit(start, start, guard))
     out.edits.append(Edit(*ctx.span(call), f"{export}({ctx.source(target)}, ({ex}[0],))"))
     out.members.append(("MIG101", call))
-    made.add(holder.targets[0].id)
+    if not returned:
+        made.add(holder.targets[0].id)  # type: ignore[union-attr]
     return ""
 
 
@@ -187,9 +198,9 @@ def _uses(ctx, func, name: str, parents, out: Rewrite) -> str:
 def _change(w: Wrapper, made: set[str]) -> str:
     """The API change outside callers see."""
     parts = []
-    if made:
+    if made or w.added_example:
         parts.append(
-            f"needs example `{w.example}` (export specialises to their shapes) and returns a "
+            f"needs example `{w.export_example}` (export specialises to their shapes) and returns a "
             "`torch.export.ExportedProgram` (run it with `.module()`)"
         )
     if w.saves is not None and not made:
@@ -202,3 +213,39 @@ def _change(w: Wrapper, made: set[str]) -> str:
             "of its TorchScript version no longer load (`migrate convert` converts them)"
         )
     return f"`{w.name}` keeps its name and parameters; it now " + ", ".join(parts)
+
+
+def result_saves(ctx: PythonContext, call: ast.Call) -> tuple[list[tuple[str, tuple, tuple]], str]:
+    """A capture call of a wrapper that moves to torch.export, bound to a name: the saves
+    of that name in its scope (`torch.jit.save(name, path[, extra])`, `name.save(path)`)
+    as (finding key, edits, imports) writing the program with `torch.export.save`, or why
+    one cannot be (then the wrapper must wait: its program would reach a TorchScript save)."""
+    bound = bound_name(ctx, call)
+    if bound is None:
+        return [], ""
+    scope = ctx.table.scope_for(call)
+    uses, problem = name_uses(ctx, bound[0], bound[1], scope)
+    if problem is not None:
+        return [], problem
+    out = []
+    for use in uses:
+        holder = parent(ctx, use)
+        fix = rw.Fix()
+        if isinstance(holder, ast.Call) and holder.args[:1] == [use]:
+            if ctx.qualname(holder.func) != SAVE:
+                continue
+            save, code = holder, "MIG201"
+            rw._jit_save_edits(ctx, holder, scope, fix)
+        elif isinstance(holder, ast.Attribute) and holder.attr == "save":
+            save, code = parent(ctx, holder), "MIG201"
+            if not (isinstance(save, ast.Call) and save.func is holder):
+                continue
+            rw._method_save(ctx, save, use.id, scope, fix)  # type: ignore[attr-defined]
+        else:
+            continue
+        if not fix.auto:
+            return [], fix.problem or ""
+        line, column = ctx.index.position(ctx.start(save))
+        imports = tuple(ImportSpec.parse(i) for i in fix.imports)
+        out.append((f"{code}@{line}:{column + 1}", tuple(fix.edits), imports))
+    return out, ""

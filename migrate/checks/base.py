@@ -199,6 +199,9 @@ class PythonContext(FileContext):
         # and outcome (PythonCheck.settle picks one instead of a second analysis).
         self.variants: dict[str, dict[frozenset[str], list[Finding]]] = {}
         self._memo: dict[str, object] = {}
+        # The run's migration intent (drop | keep-scriptable | None), for the rewrites the
+        # checks share (migrate.checks._export_rewrite) as their options give it to checks.
+        self.intent: str | None = None
 
     def memo(self, key: str, compute: Callable[[], T]) -> T:
         """Per-file value computed once, for checks whose hooks run on every node."""

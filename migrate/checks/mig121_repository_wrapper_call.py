@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable, Mapping
 
 from migrate.checks._repo_wrappers import RoundTrip, Wrapper, find_wrappers, round_trip
-from migrate.checks._wrapper_export import export_rewrites
+from migrate.checks._wrapper_export import export_rewrites, result_saves
 from migrate.checks.base import Edit, GroupFix, PythonCheck, PythonContext
 from migrate.findings import Applicability, Fix, FixKind
 
@@ -273,17 +273,26 @@ class RepositoryWrapperCall(PythonCheck):
         if path is not None and "capture" in roles:
             of = f" (writes `{ctx.source(path)}`)"
         extra = {}
-        given = args.get(w.example) if w.example else None
+        example = w.export_example
+        given = args.get(example) if example else None
         if (
             self.options.get("intent") == "drop"
             and "capture" in roles
-            and w.example is not None
+            and example is not None
             and w.bound(call) is not None
             and (given is None or (isinstance(given, ast.Constant) and given.value is None))
         ):
             # An export of it needs an example this call does not pass: the planner finds
             # one (migrate.facts.wrappers.call_example) or holds the wrapper's group.
-            extra["example_param"] = w.example
+            extra["example_param"] = example
+        if self.options.get("intent") == "drop" and "capture" in roles and example is not None:
+            # What the call makes is an ExportedProgram once the wrapper moves: its saves
+            # here move with it (plan.fixplan.join_wrapper_calls), or the wrapper waits.
+            saves, problem = result_saves(ctx, call)
+            if problem:
+                extra["result_problem"] = problem
+            elif saves:
+                extra["result_saves"] = tuple(saves)
         ctx.report(
             self.rule,
             call,

@@ -217,9 +217,21 @@ def join_wrapper_calls(
         imports: tuple = ()
         if call.get("example_param"):
             example = _example(facts, call)
-            if example is None:
+            if example is None or call.get("result_problem"):
                 continue
             edits, imports = example
+        rides = tuple(finding_key(b) for b in body)
+        for save in _result_saves(by_file, call):  # the program it makes, saved here
+            key, save_edits, save_imports = save
+            f = next(s for s in by_file[call.path] if s.key == key)
+            joined[id(f)] = dataclasses.replace(
+                f,
+                fix=FixKind.AUTO,
+                message=f"{f.message.split('; ', 1)[0]}; saves the program the wrapper call on "
+                f"line {call.line} now makes with `torch.export.save`, with the wrapper",
+                data=(*f.data, ("unjoined", f.message)),
+                autofix=Fix(save_edits, save_imports, Applicability.UNSAFE, rides=rides),
+            )
         unsafe = any(b.applicability is Applicability.UNSAFE for b in body)
         head = call.message.split("; it moves with the wrapper", 1)[0]
         rules = ", ".join(f"{b.rule} at line {b.line}" for b in body[:3])
@@ -239,10 +251,19 @@ def join_wrapper_calls(
                 edits,
                 imports,
                 Applicability.UNSAFE if unsafe or edits else Applicability.SAFE,
-                rides=tuple(finding_key(b) for b in body),
+                rides=rides,
             ),
         )
     return [joined.get(id(f), f) for f in findings]
+
+
+def _result_saves(by_file: dict[str, list[Finding]], call: Finding) -> list:
+    """The saves of what a capture call makes (`result_saves`: key, edits, imports) whose
+    findings are there, still unwritten (assisted: the save saw no program)."""
+    here = {f.key: f for f in by_file.get(call.path, ())}
+    return [
+        s for s in call.get("result_saves") or () if s[0] in here and here[s[0]].autofix is None
+    ]
 
 
 def _wrapper_body(by_file: dict[str, list[Finding]], call: Finding, depth: int = 0) -> list:
@@ -287,7 +308,8 @@ def wrappers_wait_for_examples(ctx: Context) -> dict[FindingKey, str]:
         if call.rule != "MIG121" or not call.get("example_param") or call.autofix is not None:
             continue
         body = [b for b in _wrapper_body(by_file, call) if b.autofix is not None]
-        if not body or _example(ctx.facts, call) is not None:
+        stuck = call.get("result_problem")
+        if not body or (_example(ctx.facts, call) is not None and not stuck):
             continue
         reason = (
             f"its call at {call.path}:{call.line} passes no example "
@@ -295,6 +317,11 @@ def wrappers_wait_for_examples(ctx: Context) -> dict[FindingKey, str]:
             f"the module with: pass `{call.get('example_param')}=[...]` there (a person must "
             "choose the shapes)"
         )
+        if stuck:
+            reason = (
+                f"what its call at {call.path}:{call.line} makes would be an ExportedProgram, "
+                f"and there {stuck}"
+            )
         for b in body:
             holds.setdefault(finding_key(b), reason)
     return holds
@@ -309,8 +336,13 @@ def _unjoined(f: Finding) -> Finding:
     )
 
 
-# Checks whose findings differ with the intent (the planner decides the rest).
-INTENT_CHECKS = ("MIG101", "MIG108", "MIG110", "MIG112", "MIG117", "MIG121")
+# Checks whose findings differ with the intent (the planner decides the rest); the capture
+# rewrites' (MIG101-MIG103, MIG201-MIG204) with it: under `drop` a capture bound on two paths
+# (`try: trace ... except: script`) is one binding (migrate.checks._alt_captures).
+INTENT_CHECKS = (
+    "MIG101", "MIG102", "MIG103", "MIG108", "MIG110", "MIG112", "MIG117", "MIG121", "MIG201",
+    "MIG202", "MIG203", "MIG204",
+)  # fmt: skip
 
 
 def intent_unlocks(scanner, findings: list[Finding]) -> dict[str, int]:

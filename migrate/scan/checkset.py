@@ -27,6 +27,7 @@ class CheckSet:
     def __init__(self, codes: Iterable[str], options: dict | None = None) -> None:
         rules = all_rules()
         classes = check_classes()
+        self.options = dict(options or {})
         self.python: list[PythonCheck] = []
         self.text: list[TextCheck] = []
         for code in codes:

@@ -151,6 +151,7 @@ def analyze_python(
             exported = table.module_exports()
             ctx = PythonContext(display, text, tree, table)
             ctx.repo_facts = repo_facts or {}
+            ctx.intent = checks.options.get("intent")
             Walker(ctx, checks).run()
         except RecursionError:
             result.error = "cannot analyse: expressions nested too deeply"
