@@ -426,9 +426,25 @@ class ImportGraph:
 
 
 @dataclass
+class HeldWith:
+    """A unit not tried once a unit it depends on was reverted: the planner holds it."""
+
+    unit: int
+    reason: str  # the planner's (what it assumed of the reverted unit)
+
+
+@dataclass
 class Reverted:
     unit: int
     tests: dict[str, str]  # test -> first line of its failure
+    # The units whose plan assumed this one migrates, held with it without a trial of their own.
+    held: list[HeldWith] = field(default_factory=list)
+
+    def reason(self, units: list) -> str:
+        """Why its dependents are held: the one real reason, for the whole group."""
+        f = units[self.unit].findings[0]
+        tests = ", ".join(sorted(self.tests))
+        return f"{f.rule} at {f.path}:{f.line} stays: the tests failed with it ({tests})"
 
 
 @dataclass
@@ -466,7 +482,11 @@ class GateReport:
             "command": self.command,
             "kept": [unit(i) for i in self.kept],
             "reverted": [
-                {**unit(r.unit), "broke": [{"test": t, "failure": m} for t, m in r.tests.items()]}
+                {
+                    **unit(r.unit),
+                    "broke": [{"test": t, "failure": m} for t, m in r.tests.items()],
+                    "held_with": [{**unit(h.unit), "plan": h.reason} for h in r.held],
+                }
                 for r in self.reverted
             ],
             "flaky": [{"test": t, "why": why} for t, why in sorted(self.flaky.items())],
@@ -503,6 +523,11 @@ def _split(order: list[int], path_of: Callable[[int], str]) -> tuple[list[int], 
     return order[:cut], order[cut:]
 
 
+# apply --test's re-plan after a revert: reverted unit -> its reason, to the other units
+# the planner now holds -> its reason (migrate.plan.fixplan.held_with_reverted).
+Replan = Callable[[dict[int, str]], dict[int, str]]
+
+
 class Gate:
     def __init__(
         self,
@@ -519,8 +544,16 @@ class Gate:
             self.cwd_rel = cwd.relative_to(root)
 
     # Each source file: (display name, path in the user's tree, its decoded text, units).
-    def run(self, units: list, sources: dict[str, tuple[Path, Decoded]]) -> GateReport:
+    def run(
+        self,
+        units: list,
+        sources: dict[str, tuple[Path, Decoded]],
+        replan: Replan | None = None,
+    ) -> GateReport:
+        """`replan`: after each revert, the units whose plan assumed a reverted unit
+        migrates; they are held with it, untried (without one, each is tried and bisected)."""
         start = time.monotonic()
+        self._replan = replan
         report = GateReport(units, command=self.settings.command)
         if self.settings.select == "imports" and not self.settings.junit:
             raise GateError("--test-select imports needs a pytest command (or --test-format junit)")
@@ -708,11 +741,32 @@ class Gate:
             if confirmed:
                 kept.remove(culprit)
                 report.reverted.append(Reverted(culprit, confirmed))
+                self._hold_dependents(report, kept)
         else:
             # Never back at the baseline (tests that keep flipping): keep nothing, say so.
             report.unsettled = True
             kept = []
         report.kept = sorted(kept)
+
+    def _hold_dependents(self, report: GateReport, kept: list[int]) -> None:
+        """The planner again, every reverted unit held: what it holds now that it did not
+        (a load of a reverted save, a fold allowed because every script goes) is held with
+        the last revert, for that reason, instead of being tried and bisected."""
+        if self._replan is None:
+            return
+        reverted = {
+            r.unit: f"reverted: it broke {', '.join(sorted(r.tests))}" for r in report.reverted
+        }
+        last = report.reverted[-1]
+        for i, why in sorted(self._replan(reverted).items()):
+            if i in kept:
+                kept.remove(i)
+                last.held.append(HeldWith(i, why))
+        if last.held:
+            n = len(last.held)
+            self.progress(
+                f"{n} unit{'s' * (n != 1)} held with it, not tried: {last.reason(report.units)}"
+            )
 
     def _bisect(
         self, kept: list[int], broken: dict[str, str], path_of: Callable[[int], str]
@@ -766,6 +820,9 @@ def render_text(report: GateReport) -> str:
     for r in report.reverted:
         lines.append(f"  reverted {_where(report.units[r.unit])}: it broke")
         lines.extend(f"    {test}: {message}" for test, message in sorted(r.tests.items()))
+        if r.held:
+            lines.append(f"    held with it, not tried (because {r.reason(report.units)}):")
+            lines.extend(f"      {_where(report.units[h.unit])}: {h.reason}" for h in r.held)
     if report.baseline_failing:
         n = len(report.baseline_failing)
         lines.append(f"  {n} test{'s' * (n != 1)} already failing before any fix: ignored")

@@ -31,7 +31,7 @@ from migrate.fix.fixer import (
 )
 from migrate.fix.tidy import fix_source
 from migrate.pipeline.scan import PlannedScanner
-from migrate.plan.fixplan import attach_unlocks, finding_key, plan_fixes
+from migrate.plan.fixplan import attach_unlocks, finding_key, held_with_reverted, plan_fixes
 from migrate.scan.cache import default_cache_folder, digest
 from migrate.scan.discover import Skipped, UsageError, read_checked
 from migrate.scan.engine import Scanner, ScanOptions
@@ -140,10 +140,11 @@ def run_apply(
     allow_dirty: bool = False,
     unsafe_fixes: bool = False,
     progress: Callable[[int], None] | None = None,
-    test_gate: Callable[[list, dict], Any] | None = None,
+    test_gate: Callable[..., Any] | None = None,
 ) -> ApplyResult:
     """`test_gate` (apply --test) gets the fix units and the files they touch and returns
-    a report whose `kept` units alone are written, in one pass (migrate.fix.testgate).
+    a report whose `kept` units alone are written, in one pass (migrate.fix.testgate), and
+    `replan`: after a revert, the units the planner now holds with it (held_with_reverted).
 
     A run that writes holds the lock of each tree it works in (ApplyLocked when another
     run holds one); a dry run takes none."""
@@ -171,7 +172,7 @@ def _run_apply(
     allow_dirty: bool,
     unsafe_fixes: bool,
     progress: Callable[[int], None] | None,
-    test_gate: Callable[[list, dict], Any] | None,
+    test_gate: Callable[..., Any] | None,
 ) -> ApplyResult:
     started = time.time()
     scanner = PlannedScanner(options, progress)
@@ -184,7 +185,12 @@ def _run_apply(
     attach_unlocks(scanner, scan)
     # The scan planned for every fix; this run writes fewer (no unsafe ones, say), which
     # can hold more back: a loader whose writer stays TorchScript stays too.
-    plan = plan_fixes(scan.findings, allowed, scanner.codes, scanner.facts(), intent=options.intent)
+    facts = scanner.facts()
+    plan = plan_fixes(scan.findings, allowed, scanner.codes, facts, intent=options.intent)
+    # apply --test: after a revert, the same plan again with the reverted units held.
+    replan = functools.partial(
+        held_with_reverted, scan.findings, allowed, scanner.codes, facts, options.intent
+    )
     scan.findings = plan.findings
     result = ApplyResult(scan, errors=list(scan.errors))
     result.links_to_scanned |= aliases
@@ -225,7 +231,7 @@ def _run_apply(
         result.skipped_dirty = sorted(dirty_names)
         todo = [p for p in todo if p not in dirty_names]
     if test_gate is not None:
-        _apply_gated(result, scanner, trees, todo, units, by_path, test_gate, dry_run)
+        _apply_gated(result, scanner, trees, todo, units, by_path, test_gate, dry_run, replan)
         return result
     riders = _riders_with_edits(units)
     for display in todo:
@@ -374,8 +380,9 @@ def _apply_gated(
     todo: list[str],
     units: list,
     by_path: dict[str, list[Finding]],
-    test_gate: Callable[[list, dict], Any],
+    test_gate: Callable[..., Any],
     dry_run: bool,
+    replan: Callable[[list, dict[int, str]], dict[int, str]],
 ) -> None:
     """apply --test: one round of fixes per file, only the units the tests keep, written
     once after every test run (Ctrl-C before then leaves the tree as it was)."""
@@ -405,12 +412,15 @@ def _apply_gated(
             continue
         sources[display] = (path, decoded)
     gated = [u for u in units if id(u) not in dropped and u.path in sources]
-    report = test_gate(gated, sources)
+    report = test_gate(gated, sources, replan=functools.partial(replan, gated))
     result.test_report = report
     kept = {id(gated[i]) for i in report.kept}
     for r in report.reverted:
         tests = ", ".join(sorted(r.tests))
         result.held.extend(Held(f, f"reverted: it broke {tests}") for f in gated[r.unit].findings)
+        for h in r.held:
+            why = f"held because {r.reason(gated)}; {h.reason}"
+            result.held.extend(Held(f, why) for f in gated[h.unit].findings)
     for display, (path, decoded) in sources.items():
         mine = [u for u in gated if id(u) in kept and display in u.paths]
         applied = [f for u in mine for f in u.view(display).findings]

@@ -126,11 +126,20 @@ def plan_fixes(
     facts: object | None = None,
     rules: Iterable[PlanningRule] | None = None,
     intent: str | None = None,
+    held: dict[FindingKey, str] | None = None,
 ) -> Plan:
+    """`held`: fixes held from the start, with their reason (the ones `apply --test` saw
+    break the tests: held_with_reverted); what depends on them is held as in any round."""
     rules = list(rules if rules is not None else PLANNING_RULES)
     # A wrapper call joined to its wrapper's fix by an earlier plan (the scan's, for every
     # fix) is judged again for this run's fixes.
-    plan = Plan([_unjoined(f) for f in findings])
+    plan = Plan([_unjoined(f) for f in findings], dict(held or {}))
+    plan.findings = [
+        demote(f, plan.held[finding_key(f)])
+        if finding_key(f) in plan.held and f.autofix is not None
+        else f
+        for f in plan.findings
+    ]
     for _ in range(20):
         # Wrapper calls joined to what this round writes: a call that moves with its
         # wrapper is a writer or reader that moves (loaders_move_with_their_writers).
@@ -158,6 +167,35 @@ def plan_fixes(
     plan.findings = _demote_broken_groups(plan, allowed)
     plan.findings = join_wrapper_calls(plan.findings, allowed, facts)
     return plan
+
+
+def held_with_reverted(
+    findings: list[Finding],
+    allowed: Collection[Applicability],
+    selected: Iterable[str],
+    facts: object | None,
+    intent: str | None,
+    units: list,
+    reverted: dict[int, str],
+) -> dict[int, str]:
+    """`apply --test` reverted `units[i]` for each `i` in `reverted` (its reason): the other
+    units whose plan assumed one of those migrates in this run (a load of what a reverted
+    save writes, an `is_scripting()` fold allowed because every script goes, a wrapper's
+    calls), each with the planner's reason. The same plan as the run's, those units held
+    from the start: nothing here decides what depends on what."""
+    held = {finding_key(f): why for i, why in reverted.items() for f in units[i].findings}
+    plan = plan_fixes(findings, allowed, selected, facts, intent=intent, held=held)
+    written = written_keys(plan.findings, allowed)
+    out: dict[int, str] = {}
+    for i, unit in enumerate(units):
+        lost = [finding_key(f) for f in unit.findings if finding_key(f) not in written]
+        if i in reverted or not lost:
+            continue
+        reasons = [plan.held[k] for k in lost if k in plan.held]
+        # The one real reason: a rule's, before a group member's "its group also needs".
+        own = [r for r in reasons if not r.startswith("its group also needs")]
+        out[i] = (own or reasons or ["it moves with a fix that is now held"])[0]
+    return out
 
 
 def _auto(findings: list[Finding], key: FindingKey) -> bool:
