@@ -433,9 +433,10 @@ def tracer_filters_stay_while_traces_do(ctx: Context) -> dict[FindingKey, str]:
         ]
         if staying:
             lines = ", ".join(str(f.line) for f in staying)
+            plural, single = "s" * (len(staying) > 1), "s" * (len(staying) == 1)
             holds[finding_key(flt)] = (
-                f"the trace{'s' * (len(staying) > 1)} on line{'s' * (len(staying) > 1)} "
-                f"{lines} stay{'s' * (len(staying) == 1)} TorchScript and still warn"
+                f"the trace{plural} on line{plural} {lines} stay{single} TorchScript and "
+                f"still warn{single}"
             )
     return holds
 
