@@ -40,6 +40,8 @@ from pathlib import Path
 import tomllib
 from fix_share import WOULD_FIX, migrate, share
 
+from migrate.scan.discover import SKIP_DIRS
+
 PYTEST = "python -m pytest -q -p no:cacheprovider"
 # Samples whose program is named elsewhere than a run.py: (command, where it comes from).
 CHECKS = {
@@ -254,6 +256,8 @@ def unreported_jit_lines(code: Path, tree: Path, intent: str) -> list[str]:
     reported = {(f["path"], f["line"]) for f in findings_of(code, tree, "--intent", intent)}
     left = []
     for path in sorted(tree.rglob("*.py")):
+        if SKIP_DIRS.intersection(path.relative_to(tree).parts[:-1]):
+            continue  # what the scan never reads (a vendored site-packages, a venv)
         rel = path.relative_to(tree).as_posix()
         for number in jit_lines(path.read_text(encoding="utf-8", errors="replace")):
             if (rel, number) not in reported:

@@ -94,6 +94,8 @@ def test_a_torch_jit_line_no_finding_reports_is_counted(tmp_path):
         {
             "pkg/a.py": TRACE,
             "pkg/b.py": "import torch\n\n# torch.jit in a comment\nNAME = torch.jit.__name__\n",
+            # A vendored install the scan never reads (lightning_app's stub): not counted.
+            "site-packages/lib/c.py": "import torch\n\nNAME = torch.jit.__name__\n",
         },
     )
     assert kept_share.unreported_jit_lines(ROOT, tree, "drop") == ["pkg/b.py:4"]
