@@ -67,13 +67,8 @@ def export_each_call(ctx: PythonContext, capture: ast.Call, module: ast.expr, ca
                 "containers), so only TorchScript could check it"
             )
             continue
-        args = "(" + ", ".join(ctx.source(a) for a in call.args)
-        args += ",)" if len(call.args) == 1 else ")"
-        text = f"{export}({ctx.source(module)}, {args}"
-        if call.keywords:
-            kwargs = ", ".join(f'"{k.arg}": {ctx.source(k.value)}' for k in call.keywords)
-            text += f", kwargs={{{kwargs}}}"
-        fix.edits.append(Edit(*ctx.span(call.func), f"{text}).module()"))
+        text = _export_of_call(ctx, export, module, call)
+        fix.edits.append(Edit(*ctx.span(call.func), f"{text}.module()"))
     if len(retired) == len(calls):
         return fix.fail("no call of the scripted module can be exported")
     fix.edits.append(drop_statement(ctx, stmt))
@@ -83,6 +78,17 @@ def export_each_call(ctx: PythonContext, capture: ast.Call, module: ast.expr, ca
         f"check(s) against `{module.id}`): one program per call structure"
     )
     return fix
+
+
+def _export_of_call(ctx: PythonContext, export: str, module: ast.expr, call: ast.Call) -> str:
+    """`export(module, (args,), kwargs={...})`: the program that call of the module runs."""
+    args = "(" + ", ".join(ctx.source(a) for a in call.args)
+    args += ",)" if len(call.args) == 1 else ")"
+    text = f"{export}({ctx.source(module)}, {args}"
+    if call.keywords:
+        kwargs = ", ".join(f'"{k.arg}": {ctx.source(k.value)}' for k in call.keywords)
+        text += f", kwargs={{{kwargs}}}"
+    return text + ")"
 
 
 def _structure_problem(call: ast.Call) -> str | None:
@@ -227,13 +233,8 @@ def round_trip_fix(ctx: PythonContext, capture: ast.Call, module: ast.expr, foun
     saves, loads = [], []
     for index, call in enumerate(chosen):
         target = renamed(ctx, path, ".pt2" if index == 0 else f"_{index}.pt2", fix)
-        args = "(" + ", ".join(ctx.source(a) for a in call.args)
-        args += ",)" if len(call.args) == 1 else ")"
-        program = f"{export}({ctx.source(module)}, {args}"
-        if call.keywords:
-            kwargs = ", ".join(f'"{k.arg}": {ctx.source(k.value)}' for k in call.keywords)
-            program += f", kwargs={{{kwargs}}}"
-        saves.append(f"{save}({program}), {target})")
+        program = _export_of_call(ctx, export, module, call)
+        saves.append(f"{save}({program}, {target})")
         loads.append(f"{names[index]} = {load}({target}).module()")
     fix.edits.append(Edit(*ctx.span(save_stmt), indent.join(saves)))
     fix.edits.append(Edit(*ctx.span(load_stmt), indent.join(loads)))
