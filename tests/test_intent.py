@@ -153,16 +153,42 @@ def test_drop_migrates_every_construct_in_one_run(tmp_path):
     assert "-def pad(x: int) -> int: ..." in diff
 
 
-def test_drop_holds_what_a_script_that_stays_still_reads(tmp_path):
+def test_drop_takes_a_script_it_cannot_classify_the_eager_route(tmp_path):
     root = _lib(tmp_path)
-    # A script the tool cannot rewrite (it cannot tell what `thing` is) keeps its reach.
+    # The tool cannot tell what `thing` is: under drop it is used as it is, and holds nothing.
     (root / "extra.py").write_text(
         "import torch\n\n\ndef f(thing):\n    return torch.jit.script(thing)\n", encoding="utf-8"
     )
     doc = _scan(root, "--intent", "drop")
-    held = [f for f in doc["findings"] if f["rule"] == "MIG110"]
-    assert [f["fix"] for f in held] == ["assisted", "assisted"]
-    assert all("extra.py:5 stays" in f["message"] for f in held)
+    (script,) = [f for f in doc["findings"] if f["path"] == "extra.py"]
+    assert script["fix"] == "auto" and script["applicability"] == "unsafe"
+    assert "eager object" in script["message"]
+    assert _fix_kinds(doc, "MIG110") == ["auto", "auto"]
+    diff = _diff(root, "--intent", "drop")
+    assert "-    return torch.jit.script(thing)\n+    return thing\n" in diff
+
+
+def test_drop_a_script_that_stays_holds_only_its_own_file(tmp_path):
+    root = _lib(tmp_path)
+    # Its result is saved as a TorchScript archive and the tool sees no example inputs: it
+    # stays for a person to decide, and holds what it may compile in its file, not lib/.
+    (root / "extra.py").write_text(
+        "import torch\n\n\ndef f(thing, path):\n"
+        "    scripted = torch.jit.script(thing)\n"
+        "    scripted.save(path)\n\n\n"
+        "def g(x):\n"
+        "    if torch.jit.is_scripting():\n"
+        "        return x\n"
+        "    return x + 1\n",
+        encoding="utf-8",
+    )
+    doc = _scan(root, "--intent", "drop")
+    (script,) = [f for f in doc["findings"] if f["path"] == "extra.py" and f["rule"] == "MIG101"]
+    assert script["fix"] == "assisted" and "`.save` on line 6" in script["message"]
+    kinds = {(f["path"], f["fix"]) for f in doc["findings"] if f["rule"] == "MIG110"}
+    assert kinds == {("lib/ops.py", "auto"), ("extra.py", "assisted")}, kinds
+    (beside,) = [f for f in doc["findings"] if f["rule"] == "MIG110" and f["path"] == "extra.py"]
+    assert "extra.py:5 stays" in beside["message"]
 
 
 def test_an_interface_another_module_names_stays(tmp_path):

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import ast
 
-from migrate.checks._edits import drop_statement
+from migrate.checks._edits import delete_lines, drop_statement
 from migrate.checks._flow import (
     assignments,
     bound_name,
@@ -142,14 +142,8 @@ def round_trip(ctx: PythonContext, capture: ast.Call):
     """(save statement, save path, load statement, loaded name, loaded calls) when the
     scripted module is saved in place (`torch.jit.save(torch.jit.script(m), p)`) and the
     same scope loads `p` back into a name that is only called; else None."""
-    save = parent(ctx, capture)
-    if not (
-        isinstance(save, ast.Call)
-        and ctx.qualname(save.func) == "torch.jit.save"
-        and len(save.args) == 2
-        and save.args[0] is capture
-        and not save.keywords
-    ):
+    save = _save_of(ctx, capture)
+    if save is None:
         return None
     save_stmt = parent(ctx, save)
     if not isinstance(save_stmt, ast.Expr):
@@ -181,6 +175,38 @@ def round_trip(ctx: PythonContext, capture: ast.Call):
                 return None
             return save_stmt, save.args[1], stmt, bound[1], calls
     return None
+
+
+def _save_of(ctx: PythonContext, capture: ast.Call) -> ast.Call | None:
+    """The `torch.jit.save(x, p)` that saves the capture: in place, or through the name it
+    is bound to when that save, in the next statements of its block, is the name's only use
+    (`c = torch.jit.script(m)` then `torch.jit.save(c, p)`)."""
+    save = parent(ctx, capture)
+    if _saves(ctx, save, capture):
+        return save  # type: ignore[return-value]
+    bound = bound_name(ctx, capture)
+    if bound is None:
+        return None
+    from migrate.checks._flow import name_uses
+
+    stmt, name = bound
+    uses, problem = name_uses(ctx, stmt, name, ctx.table.scope_for(capture))
+    if problem is not None or len(uses) != 1:
+        return None
+    save = parent(ctx, uses[0])
+    if not _saves(ctx, save, uses[0]) or parent(ctx, save) not in _statements_after(ctx, stmt):
+        return None
+    return save  # type: ignore[return-value]
+
+
+def _saves(ctx: PythonContext, save: ast.AST | None, value: ast.expr) -> bool:
+    return (
+        isinstance(save, ast.Call)
+        and ctx.qualname(save.func) == "torch.jit.save"
+        and len(save.args) == 2
+        and save.args[0] is value
+        and not save.keywords
+    )
 
 
 def _statements_after(ctx: PythonContext, stmt: ast.stmt) -> list[ast.stmt]:
@@ -236,6 +262,8 @@ def round_trip_fix(ctx: PythonContext, capture: ast.Call, module: ast.expr, foun
         program = _export_of_call(ctx, export, module, call)
         saves.append(f"{save}({program}, {target})")
         loads.append(f"{names[index]} = {load}({target}).module()")
+    if parent(ctx, capture) is not save_stmt.value:  # saved through a name: that binding goes
+        fix.edits.append(delete_lines(ctx, statement_of(ctx, capture)))
     fix.edits.append(Edit(*ctx.span(save_stmt), indent.join(saves)))
     fix.edits.append(Edit(*ctx.span(load_stmt), indent.join(loads)))
     for call in calls:
@@ -277,8 +305,19 @@ def capture_of_load(ctx: PythonContext, load: ast.Call) -> ast.Call | None:
             and ctx.qualname(value.func) == "torch.jit.save"
             and len(value.args) == 2
             and ctx.source(value.args[1]) == path
-            and isinstance(value.args[0], ast.Call)
-            and ctx.qualname(value.args[0].func) == "torch.jit.script"
         ):
-            return value.args[0]
+            saved = value.args[0]
+            if isinstance(saved, ast.Call) and ctx.qualname(saved.func) == "torch.jit.script":
+                return saved
+            if isinstance(saved, ast.Name):  # saved through a name bound to the script
+                for bound in reversed(block[1][: block[1].index(earlier)]):
+                    capture = getattr(bound, "value", None)
+                    if (
+                        isinstance(bound, ast.Assign)
+                        and isinstance(capture, ast.Call)
+                        and ctx.qualname(capture.func) == "torch.jit.script"
+                        and bound_name(ctx, capture) == (bound, saved.id)
+                        and _save_of(ctx, capture) is value
+                    ):
+                        return capture
     return None

@@ -8,6 +8,7 @@ import sys
 from collections.abc import Callable, Iterable, Mapping
 
 from migrate.checks import _static_inputs as static_inputs
+from migrate.checks._drop_route import fallback, report_under_drop
 from migrate.checks._edits import drop_statement, remove_decorator, replace, replace_with_arg
 from migrate.checks._export_rewrite import capture_fix, result_uses
 from migrate.checks._flow import parent, reaching_value, scope_names
@@ -198,6 +199,18 @@ class JitScriptToExport(PythonCheck):
                 target=kind,
             )
             return
+        if kind == "unknown" and ctx.intent == "drop":
+            report_under_drop(
+                self.rule,
+                ctx,
+                ref,
+                call,
+                arg,
+                head=f"`torch.jit.script` on `{_short(ctx.source(arg))}`",
+                why="the tool cannot tell a function from a module instance",
+                target="unknown",
+            )
+            return
         if kind == "unknown":
             ctx.report(
                 self.rule,
@@ -293,6 +306,18 @@ class JitScriptToExport(PythonCheck):
         self, ref: Reference, ctx: PythonContext, call: ast.Call, arg: ast.expr
     ) -> None:
         fix = capture_fix(ctx, call)
+        if not fix.auto and ctx.intent == "drop":
+            report_under_drop(
+                self.rule,
+                ctx,
+                ref,
+                call,
+                arg,
+                head="`torch.jit.script` on a module instance",
+                why=str(fix.problem),
+                target="module",
+            )
+            return
         if not fix.auto:
             ctx.report(
                 self.rule,
@@ -344,6 +369,7 @@ class JitScriptToExport(PythonCheck):
             group=None if fix.each_call else fix.group(),
             applicability=fix.applicability,
             target="module",
+            **({} if fix.each_call else fallback(ctx, call, arg)),
         )
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from migrate.checks._export_rewrite import capture_fix
+from migrate.checks._drop_route import fallback, report_under_drop
+from migrate.checks._export_rewrite import TRACE_PARAMS, bind_args, capture_fix
 from migrate.checks.base import PythonCheck, PythonContext, Reference
 from migrate.findings import FixKind
 
@@ -23,6 +24,18 @@ class JitTraceToExport(PythonCheck):
             )
             return
         fix = capture_fix(ctx, ref.call)
+        traced = (bind_args(ref.call, TRACE_PARAMS) or {}).get(TRACE_PARAMS[0])
+        if not fix.auto and ctx.intent == "drop" and traced is not None:
+            report_under_drop(
+                self.rule,
+                ctx,
+                ref,
+                ref.call,
+                traced,
+                head=f"`{self.verb}` {self.why}",
+                why=str(fix.problem),
+            )
+            return
         if not fix.auto:
             ctx.report(
                 self.rule,
@@ -54,4 +67,5 @@ class JitTraceToExport(PythonCheck):
             imports=fix.imports,
             group=fix.group(),
             applicability=fix.applicability,
+            **fallback(ctx, ref.call, traced),
         )

@@ -39,7 +39,8 @@ class SourceFile:
             return self.parsed
         try:
             return ast.parse(self.text)
-        except (SyntaxError, ValueError):  # the scan reports it; here it just has no facts
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            # the scan reports it (an error record); here it just has no facts
             return ast.Module(body=[], type_ignores=[])
 
 

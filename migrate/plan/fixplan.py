@@ -157,7 +157,12 @@ def plan_fixes(
                 if key in ctx.written or _auto(plan.findings, key):
                     holds.setdefault(key, reason)
         holds = {k: r for k, r in holds.items() if k not in plan.held}
+        swapped = False
+        if intent == "drop":
+            plan.findings, holds, swapped = _fall_back(plan.findings, holds)
         if not holds:
+            if swapped:
+                continue  # the eager routes taken are judged in the next round
             break
         plan.held.update(holds)
         plan.findings = [
@@ -167,6 +172,45 @@ def plan_fixes(
     plan.findings = _demote_broken_groups(plan, allowed)
     plan.findings = join_wrapper_calls(plan.findings, allowed, facts)
     return plan
+
+
+def _fall_back(
+    findings: list[Finding], holds: dict[FindingKey, str]
+) -> tuple[list[Finding], dict[FindingKey, str], bool]:
+    """Under drop, a held export whose capture has an eager route (`drop_fallback`) takes
+    it instead of being held, with every member of its group that has one: the capture
+    becomes the object it captured. The holds left, and whether anything changed."""
+    groups = {
+        (f.path, f.autofix.group)
+        for f in findings
+        if finding_key(f) in holds
+        and f.get("drop_fallback")
+        and f.autofix is not None
+        and f.autofix.group
+    }
+    out: list[Finding] = []
+    swapped = False
+    for f in findings:
+        fallback = f.get("drop_fallback")
+        in_group = f.autofix is not None and (f.path, f.autofix.group) in groups
+        if fallback is None or not (finding_key(f) in holds or in_group):
+            out.append(f)
+            continue
+        message, fix = fallback
+        reason = holds.pop(finding_key(f), None) or "its group's export is held"
+        head = f.message.split("; ", 1)[0]
+        data = tuple((k, v) for k, v in f.data if k not in ("drop_fallback", "route"))
+        out.append(
+            dataclasses.replace(
+                f,
+                fix=FixKind.AUTO,
+                autofix=fix,
+                message=f"{head}; {message} (its export is held: {reason})",
+                data=(*data, ("route", "eager")),
+            )
+        )
+        swapped = True
+    return out, holds, swapped
 
 
 def held_with_reverted(
@@ -663,9 +707,13 @@ def captures_move_with_every_use(ctx: Context) -> dict[FindingKey, str]:
         return {}
     holds: dict[FindingKey, str] = {}
     for f in _with_fix(ctx, CAPTURE_RULES):
+        if f.get("route") == "skip-test":  # the capture is left as it is, in a skipped test
+            continue
         uses = facts.external_uses(f.path, f.line, f.column)  # type: ignore[attr-defined]
         if f.get("route") == "eager":  # the module itself: calls and imports of it still work
             uses = [u for u in uses if u.kind not in ("call", "import")]
+            if ctx.intent == "drop":  # and whatever reads it gets the eager object it captured
+                uses = [u for u in uses if u.torchscript_only]
         if not uses:
             continue
         special = [u for u in uses if u.torchscript_only]
@@ -695,7 +743,7 @@ def captures_wait_for_their_forward(ctx: Context) -> dict[FindingKey, str]:
         return {}
     holds: dict[FindingKey, str] = {}
     for f in _with_fix(ctx, CAPTURE_RULES):
-        if f.get("route") == "eager":  # eager calls run forward's Python as before
+        if f.get("route") in ("eager", "skip-test"):  # eager calls run forward as before
             continue
         if finding_key(f) not in ctx.written:  # not written anyway (an unsafe fix): say that
             continue
@@ -898,7 +946,15 @@ def _held_while_captured(
         if not _stays(ctx, _at(ctx, rules, *start)):
             continue
         captured = facts.class_of_capture(*start)  # type: ignore[attr-defined]
-        if captured is None:
+        if captured is None and ctx.intent == "drop":
+            # The repository drops TorchScript: a capture a person must still decide holds
+            # what lies beside it, not every file (what it compiles is unknown either way).
+            reach = {capture.call.display}
+            why = (
+                f"the `{capture.api}` at {_where(capture.call)} stays (a person must decide "
+                f"it) and may {'compile' if api == 'script' else 'trace'} this code of its file"
+            )
+        elif captured is None:
             reach = None
             why = (
                 f"the `{capture.api}` at {_where(capture.call)} stays and the tool cannot "
@@ -914,7 +970,8 @@ def _held_while_captured(
             )
         for f in typed:
             if reach is None or (
-                f.path in reach and facts.compiled_with(captured, f.path, f.line)  # type: ignore[attr-defined]
+                f.path in reach
+                and (captured is None or facts.compiled_with(captured, f.path, f.line))  # type: ignore[attr-defined]
             ):
                 holds.setdefault(finding_key(f), why)
     return holds

@@ -1,0 +1,483 @@
+"""Under `--intent drop`: what a capture becomes when export cannot take it.
+
+The user has said that TorchScript goes. A `torch.jit.script(x)` or `torch.jit.trace(m, ...)`
+that the tool cannot turn into an export (it cannot tell a function from a module, sees no
+example inputs, cannot follow where the result goes) becomes what it captured, `x` or `m`:
+calling it behaves as before, whatever it is. A capture still stays, reported, where the
+rewrite would break or empty something:
+- a use of the result that needs a TorchScript object (`.save`, `.code`, `.graph`,
+  `torch.jit.save`, `isinstance(r, torch.jit.ScriptModule)`) would fail on the eager object;
+- a test that compares the result with what it captured would compare an object with
+  itself;
+- a test that only checks that TorchScript compiles something (`torch.jit.script(m)` as a
+  statement) has no export equivalent without example inputs: shown, not written.
+
+An option whose only job is to script (`if jit: model = torch.jit.script(model)`, a
+`--torchscript` flag) keeps its signature and now warns (DeprecationWarning) that it does
+nothing: maintainers who dropped TorchScript did exactly that.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+
+from migrate.checks._edits import drop_statement, replace, replace_with_arg
+from migrate.checks._flow import block_of, bound_name, parent
+from migrate.checks._selfcompare import self_comparison
+from migrate.checks.base import Edit, PythonContext
+
+# What only a TorchScript module or function has.
+TORCHSCRIPT_ATTRIBUTES = frozenset(
+    {
+        "save",
+        "code",
+        "code_with_constants",
+        "graph",
+        "inlined_graph",
+        "graph_for",
+        "_c",
+        "_save_for_lite_interpreter",
+        "_save_to_buffer_for_lite_interpreter",
+        "save_to_buffer",
+        "_method_names",
+        "original_name",
+        "schema",
+    }
+)
+# Calls that take a TorchScript object as their first argument.
+TORCHSCRIPT_CONSUMERS = frozenset(
+    {
+        "torch.jit.save",
+        "torch.jit.freeze",
+        "torch.jit.optimize_for_inference",
+        "torch.jit.export_opnames",
+        "torch.utils.mobile_optimizer.optimize_for_mobile",
+        "torch.utils.bundled_inputs.augment_model_with_bundled_inputs",
+    }
+)
+TORCHSCRIPT_TYPES = frozenset(
+    {
+        "torch.jit.ScriptModule",
+        "torch.jit.RecursiveScriptModule",
+        "torch.jit.ScriptFunction",
+        "torch.jit.TopLevelTracedModule",
+        "torch.jit.TracedModule",
+        "torch._C.ScriptModule",
+        "torch._C.ScriptFunction",
+    }
+)
+# A flag whose name says it asks for TorchScript: `jit`, `use_jit`, `torchscript`, `script`...
+_FLAG_WORDS = re.compile(r"(?:^|_)(?:jit|torchscript|script|scripted|scripting|ts)(?:$|_)", re.I)
+
+
+@dataclass
+class DropRoute:
+    """The eager route's edits, or why the capture stays (then `problem` is set)."""
+
+    edits: list[Edit] = field(default_factory=list)
+    imports: list[str] = field(default_factory=list)
+    note: str = ""
+    problem: str | None = None
+    display: bool = False  # shown in the diff, never written (a test that only checks TorchScript)
+    skip: bool = False  # the test that only checks TorchScript is skipped, saying why
+
+
+def in_test(ctx: PythonContext, node: ast.AST) -> bool:
+    """Test code: a test module (`test_*.py`, `*_test.py`, under `tests/`) or a `test*`
+    function."""
+    path = PurePosixPath(ctx.path)
+    if path.name.startswith("test_") or path.stem.endswith("_test") or path.name == "conftest.py":
+        return True
+    if any(part in ("tests", "test", "testing", "unittests") for part in path.parts[:-1]):
+        return True
+    current: ast.AST | None = node
+    while current is not None:
+        if isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef)) and current.name.startswith(
+            "test"
+        ):
+            return True
+        current = parent(ctx, current)
+    return False
+
+
+def eager_route(ctx: PythonContext, call: ast.Call, captured: ast.expr, api: str) -> DropRoute:
+    """`call` (a script or trace of `captured`) under drop: the edits that make it the eager
+    object, or why it stays."""
+    route = DropRoute()
+    holder = parent(ctx, call)
+    target = _target_text(ctx, call)
+    blocker = _torchscript_use(ctx, call, target)
+    testing = in_test(ctx, call)
+    if blocker is not None:
+        route.problem = (
+            f"{blocker} needs a TorchScript object, which the eager `{_short(ctx.source(captured))}` "
+            "is not: export it there with example inputs (a person must choose them)"
+        )
+        if testing:
+            _skip(ctx, call, route, "a TorchScript save or load")
+        return route
+    if testing and _compared_with_original(ctx, call, captured):
+        route.problem = (
+            f"the test compares it with `{_short(ctx.source(captured))}` itself: as the eager "
+            "object the comparison would check nothing; compare the exported program "
+            "(`torch.export.export(m, args).module()`) with it there"
+        )
+        return route
+    if isinstance(holder, ast.Expr):
+        if testing:
+            verb = "compile" if api == "script" else "trace"
+            spelled, imports = ctx.spell("torch.export.export", ctx.table.scope_for(call))
+            route.problem = (
+                f"the test only checks that TorchScript can {verb} "
+                f"`{_short(ctx.source(captured))}`: check export instead, with the inputs it "
+                f"runs on (`{spelled}(m, args)`; the tool sees none)"
+            )
+            if not _skip(ctx, call, route, f"that TorchScript can {verb} a module"):
+                route.edits = [replace(ctx, call.func, spelled)]
+                route.imports = list(imports)
+                route.display = True
+            return route
+        route.edits = [drop_statement(ctx, holder)]
+        route.note = "its result was not used: the statement goes"
+        return route
+    if (
+        target is not None
+        and target == ctx.source(captured).strip()
+        and isinstance(holder, (ast.Assign, ast.AnnAssign))
+    ):
+        flag = _flag_of(ctx, holder)
+        if flag is not None:
+            text, imports = _deprecation(ctx, holder, flag, api)
+            route.edits = [replace(ctx, holder, text)]
+            route.imports = imports
+            route.note = (
+                f"`{flag}` only asked for TorchScript: it keeps its place and now warns "
+                "(DeprecationWarning) that the object stays eager"
+            )
+            return route
+        route.edits = [drop_statement(ctx, holder)]
+        route.note = f"`{target} = {target}` would do nothing: the statement goes"
+        return route
+    route.edits = [replace_with_arg(ctx, call, captured)]
+    route.note = "calling it behaves as before, whatever it is"
+    return route
+
+
+def _skip(ctx: PythonContext, call: ast.Call, route: DropRoute, why: str) -> bool:
+    """A test whose purpose was TorchScript, and that has no export equivalent without
+    example inputs, is skipped with the reason (a decorator on the test function): it is
+    neither left failing once TorchScript goes nor made to pass by checking nothing."""
+    test = _enclosing_function(ctx, call)
+    if not isinstance(test, (ast.FunctionDef, ast.AsyncFunctionDef)) or not test.name.startswith(
+        "test"
+    ):
+        return False
+    if any(_is_skip(ctx, d) for d in test.decorator_list):
+        route.problem += "; the test is skipped already"
+        return False
+    first = min([test.lineno, *(d.lineno for d in test.decorator_list)])
+    indent = ctx.index.line_text(first)[: test.col_offset]
+    if indent.strip():
+        return False
+    reason = f"TorchScript is dropped (this test checked {why}): test torch.export instead"
+    uses_pytest = "pytest" in ctx.table.module_scope.imports
+    if uses_pytest:
+        decorator, imports = f"@pytest.mark.skip(reason={_quoted(reason)})", []
+    else:
+        skip, imports = ctx.spell("unittest.skip", ctx.table.module_scope)
+        decorator, imports = f"@{skip}({_quoted(reason)})", list(imports)
+    offset = ctx.index.offset(first, 0)
+    route.edits = [Edit(offset, offset, f"{indent}{decorator}\n")]
+    route.imports = imports
+    route.skip = True
+    return True
+
+
+def _is_skip(ctx: PythonContext, decorator: ast.expr) -> bool:
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    qual = ctx.qualname(target) or ctx.source(target)
+    return qual.endswith(("unittest.skip", "mark.skip", "skipIf", "mark.skipif")) and (
+        "TorchScript is dropped" in ctx.source(decorator) or qual.endswith("skip")
+    )
+
+
+def _quoted(text: str) -> str:
+    return f'"{text}"' if '"' not in text and "\\" not in text else repr(text)
+
+
+def _target_text(ctx: PythonContext, call: ast.Call) -> str | None:
+    """What the capture is assigned to (`model`, `self.model`), if one target."""
+    holder = parent(ctx, call)
+    if isinstance(holder, ast.Assign) and holder.value is call and len(holder.targets) == 1:
+        node = holder.targets[0]
+    elif isinstance(holder, ast.AnnAssign) and holder.value is call:
+        node = holder.target
+    else:
+        return None
+    if isinstance(node, (ast.Name, ast.Attribute)):
+        return ctx.source(node).strip()
+    return None
+
+
+def _torchscript_use(ctx: PythonContext, call: ast.Call, target: str | None) -> str | None:
+    """Where the capture's result is used as only a TorchScript object can be: in place
+    (`torch.jit.script(m).save(p)`) or through what it is assigned to, anywhere in the file."""
+    spelled = {target} if target else set()
+    # A local name is read in its function; `self.x` or a module-level name, anywhere.
+    local = target is not None and target.isidentifier() and _enclosing_function(ctx, call)
+    for node in ast.walk(local or ctx.tree):
+        if isinstance(node, ast.Attribute) and node.attr in TORCHSCRIPT_ATTRIBUTES:
+            if node.value is call or (spelled and ctx.source(node.value).strip() in spelled):
+                if node.attr == "save" and not _called(ctx, node):
+                    continue
+                return f"`.{node.attr}` on line {node.lineno}"
+        elif isinstance(node, ast.Call) and node.args:
+            passed = _passed_to_torchscript_use(ctx, node, spelled | {ctx.source(call)})
+            if passed is not None and any(
+                a is call or ctx.source(a).strip() in spelled for a in node.args
+            ):
+                return passed
+            first = node.args[0]
+            qual = ctx.qualname(node.func)
+            if first is call or (spelled and ctx.source(first).strip() in spelled):
+                if qual in TORCHSCRIPT_CONSUMERS:
+                    return f"`{qual.rsplit('.', 1)[-1]}` on line {node.lineno}"
+                if isinstance(node.func, ast.Name) and node.func.id == "isinstance":
+                    kinds = node.args[1:2]
+                    names = [
+                        ctx.qualname(k)
+                        for kind in kinds
+                        for k in (kind.elts if isinstance(kind, ast.Tuple) else [kind])
+                    ]
+                    if any(n in TORCHSCRIPT_TYPES for n in names):
+                        return f"`isinstance` on line {node.lineno}"
+    return None
+
+
+def _passed_to_torchscript_use(ctx: PythonContext, node: ast.Call, spelled: set[str]) -> str | None:
+    """`helper(scripted)` where the file's own `helper` saves its parameter (`p.save(f)`,
+    `torch.jit.save(p, f)`): one call level, the commonest test helper shape."""
+    callee = _callee(ctx, node.func)
+    if callee is None:
+        return None
+    params = [a.arg for a in (*callee.args.posonlyargs, *callee.args.args)]
+    if params and params[0] in ("self", "cls") and isinstance(node.func, ast.Attribute):
+        params = params[1:]
+    for i, arg in enumerate(node.args):
+        if i < len(params) and ctx.source(arg).strip() in spelled:
+            inner = _use_in(ctx, callee, params[i])
+            if inner is not None:
+                return f"{inner} (in `{callee.name}`, which line {node.lineno} passes it to)"
+    return None
+
+
+def _callee(ctx: PythonContext, func: ast.expr) -> ast.FunctionDef | None:
+    """The function of this file a call names: `helper(...)` or `self.helper(...)`."""
+    if isinstance(func, ast.Name):
+        name = func.id
+    elif (
+        isinstance(func, ast.Attribute)
+        and isinstance(func.value, ast.Name)
+        and func.value.id in ("self", "cls")
+    ):
+        name = func.attr
+    else:
+        return None
+    for node in ast.walk(ctx.tree):
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            return node
+    return None
+
+
+def _use_in(ctx: PythonContext, function: ast.FunctionDef, name: str) -> str | None:
+    """A TorchScript-only use of the parameter `name` inside `function`."""
+    for node in ast.walk(function):
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr in TORCHSCRIPT_ATTRIBUTES
+            and isinstance(node.value, ast.Name)
+            and node.value.id == name
+        ):
+            return f"`.{node.attr}` on line {node.lineno}"
+        if (
+            isinstance(node, ast.Call)
+            and node.args
+            and isinstance(node.args[0], ast.Name)
+            and node.args[0].id == name
+            and ctx.qualname(node.func) in TORCHSCRIPT_CONSUMERS
+        ):
+            return f"`{ctx.qualname(node.func).rsplit('.', 1)[-1]}` on line {node.lineno}"  # type: ignore[union-attr]
+    return None
+
+
+def _called(ctx: PythonContext, node: ast.Attribute) -> bool:
+    holder = parent(ctx, node)
+    return isinstance(holder, ast.Call) and holder.func is node
+
+
+def _compared_with_original(ctx: PythonContext, call: ast.Call, captured: ast.expr) -> bool:
+    """A test that would compare the eager object with itself: a comparison of a call of the
+    result with a call of `captured`, or the result passed to one call beside `captured`
+    (`assert_consistency(model=model, traced=traced)`)."""
+    if not isinstance(captured, (ast.Name, ast.Attribute)):
+        return False
+    spelled = ctx.source(captured).strip()
+    bound = bound_name(ctx, call)
+    reads: list[ast.expr] = [call]
+    if bound is not None:
+        name = bound[1]
+        function = _enclosing_function(ctx, call)
+        body = function if function is not None else ctx.tree
+        reads += [
+            n
+            for n in ast.walk(body)
+            if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
+        ]
+    called = [h for r in reads if isinstance(h := parent(ctx, r), ast.Call) and h.func is r]
+    if self_comparison(ctx, called, captured) is not None:
+        return True
+    for read in reads:
+        holder = parent(ctx, read)
+        if isinstance(holder, ast.keyword):
+            holder = parent(ctx, holder)
+        if isinstance(holder, ast.Call) and holder.func is not read:
+            others = [*holder.args, *(k.value for k in holder.keywords)]
+            if any(o is not read and ctx.source(o).strip() == spelled for o in others):
+                return True
+    return False
+
+
+def _enclosing_function(ctx: PythonContext, node: ast.AST) -> ast.AST | None:
+    current = parent(ctx, node)
+    while current is not None and not isinstance(
+        current, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+    ):
+        current = parent(ctx, current)
+    return current
+
+
+def _flag_of(ctx: PythonContext, stmt: ast.stmt) -> str | None:
+    """The option an `if` asks when `stmt` is all its body does: a parameter, an argparse
+    attribute (`args.torchscript`) or a setting whose name says TorchScript."""
+    block = block_of(ctx, stmt)
+    if block is None:
+        return None
+    owner, body = block
+    if not isinstance(owner, ast.If) or owner.body is not body or len(body) != 1 or owner.orelse:
+        return None
+    test = owner.test
+    if isinstance(test, ast.Name):
+        name = test.id
+        function = _enclosing_function(ctx, owner)
+        params = _parameters(function)
+        if name in params or _FLAG_WORDS.search(name):
+            return name
+        return None
+    if isinstance(test, ast.Attribute) and _FLAG_WORDS.search(test.attr):
+        return ctx.source(test).strip()
+    if (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.Eq)
+        and isinstance(test.comparators[0], ast.Constant)
+        and isinstance(test.comparators[0].value, str)
+        and re.search(r"jit|script|trace", test.comparators[0].value, re.I)
+    ):
+        return ctx.source(test).strip()
+    return None
+
+
+def _parameters(function: ast.AST | None) -> set[str]:
+    args = getattr(function, "args", None)
+    if not isinstance(args, ast.arguments):
+        return set()
+    return {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+
+
+def _deprecation(ctx: PythonContext, stmt: ast.stmt, flag: str, api: str) -> tuple[str, list]:
+    """`warnings.warn(...)` saying what `flag` does now, spelled for this file."""
+    warn, imports = ctx.spell("warnings.warn", ctx.table.scope_for(stmt))
+    verb = "script" if api == "script" else "trace"
+    option = f"{flag}=True" if flag.isidentifier() else flag
+    message = f"{option} no longer {verb}s the model: TorchScript is deprecated; use torch.export"
+    return f"{warn}({_quoted(message)}, DeprecationWarning, stacklevel=2)", list(imports)
+
+
+def _short(text: str, limit: int = 40) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def report_under_drop(
+    rule,
+    ctx: PythonContext,
+    ref,
+    call: ast.Call,
+    captured: ast.expr,
+    *,
+    head: str,
+    why: str,
+    target: str | None = None,
+) -> None:
+    """Report a capture export cannot take, under drop: the eager route (unsafe), or, where
+    it must stay, assisted with the reason (a display fix for a TorchScript-only test)."""
+    from migrate.findings import FixKind
+
+    api = "script" if ref.qualname.endswith("script") else "trace"
+    route = eager_route(ctx, call, captured, api)
+    extra = {"target": target} if target else {}
+    if route.problem is None:
+        message = (
+            f"{head}; the repository drops TorchScript (intent drop) and export cannot take "
+            f"it here ({why}): it becomes `{_short(ctx.source(captured))}` itself, the eager "
+            f"object: {route.note}"
+        )
+        fix = {"applicability": "unsafe", "route": "eager"}
+    elif route.skip:
+        message = (
+            f"{head}; {route.problem}. The repository drops TorchScript (intent drop): the "
+            "test is skipped, saying so, until it checks export"
+        )
+        fix = {"applicability": "unsafe", "route": "skip-test"}
+    elif route.display:
+        message, fix = f"{head}; {route.problem}", {"applicability": "display"}
+    else:
+        message = f"{head}; {why}; under intent drop it stays: {route.problem}"
+        fix = {"fix": FixKind.ASSISTED}
+    ctx.report(
+        rule,
+        call,
+        message,
+        symbol=ref.qualname,
+        edits=route.edits,
+        imports=route.imports,
+        **fix,
+        **extra,
+    )
+
+
+def fallback(ctx: PythonContext, call: ast.Call, captured: ast.expr | None) -> dict:
+    """Under drop, the eager route kept beside an export fix (`drop_fallback`: its message
+    and fix): the planner takes it where it holds the export (no example inputs at a
+    wrapper's call, a forward export cannot run...). Empty where the route is refused."""
+    if ctx.intent != "drop" or captured is None:
+        return {}
+    from migrate.findings import Applicability, Fix, ImportSpec
+
+    api = "script" if (ctx.qualname(call.func) or "").endswith("script") else "trace"
+    route = eager_route(ctx, call, captured, api)
+    if route.problem is not None or not route.edits:
+        return {}
+    message = (
+        f"it becomes `{_short(ctx.source(captured))}` itself, the eager object, as the "
+        f"repository drops TorchScript: {route.note}"
+    )
+    fix = Fix(
+        tuple(route.edits),
+        tuple(ImportSpec.parse(i) for i in route.imports),
+        Applicability.UNSAFE,
+    )
+    return {"drop_fallback": (message, fix)}
