@@ -10,7 +10,12 @@ from collections.abc import Callable, Iterable, Mapping
 from migrate.checks import _static_inputs as static_inputs
 from migrate.checks._drop_route import fallback, report_under_drop
 from migrate.checks._edits import drop_statement, remove_decorator, replace, replace_with_arg
-from migrate.checks._export_rewrite import capture_fix, result_uses
+from migrate.checks._export_rewrite import (
+    HOLDS_MODULE,
+    HOLDS_PROGRAM,
+    capture_fix,
+    result_uses,
+)
 from migrate.checks._flow import parent, reaching_value, scope_names
 from migrate.checks._parametrize import parametrized_values
 from migrate.checks._selfcompare import self_comparison
@@ -356,7 +361,7 @@ class JitScriptToExport(PythonCheck):
         else:
             what = (
                 "`torch.jit.script` on a module instance: captured with `torch.export.export` "
-                "(the name keeps the ExportedProgram, calls go through `.module()`)"
+                f"({HOLDS_MODULE if fix.module_route else HOLDS_PROGRAM})"
             )
         ctx.report(
             self.rule,

@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from migrate.checks._drop_route import fallback, report_under_drop
-from migrate.checks._export_rewrite import TRACE_PARAMS, bind_args, capture_fix
+from migrate.checks._export_rewrite import (
+    HOLDS_MODULE,
+    HOLDS_PROGRAM,
+    TRACE_PARAMS,
+    bind_args,
+    capture_fix,
+)
 from migrate.checks.base import PythonCheck, PythonContext, Reference
 from migrate.findings import FixKind
 
@@ -60,8 +66,8 @@ class JitTraceToExport(PythonCheck):
         ctx.report(
             self.rule,
             ref.call,
-            f"`{self.verb}` {self.why}; captured with `torch.export.export` (the name keeps the "
-            f"ExportedProgram, calls go through `.module()`){fix.suffix()}",
+            f"`{self.verb}` {self.why}; captured with `torch.export.export` "
+            f"({HOLDS_MODULE if fix.module_route else HOLDS_PROGRAM}){fix.suffix()}",
             symbol=ref.qualname,
             edits=fix.edits,
             imports=fix.imports,
