@@ -117,7 +117,7 @@ def eager_route(ctx: PythonContext, call: ast.Call, captured: ast.expr, api: str
             "is not: export it there with example inputs (a person must choose them)"
         )
         if testing:
-            _skip(ctx, call, route, "a TorchScript save or load")
+            _skip(ctx, call, route)
         return route
     if testing and _compared_with_original(ctx, call, captured):
         route.problem = (
@@ -135,7 +135,7 @@ def eager_route(ctx: PythonContext, call: ast.Call, captured: ast.expr, api: str
                 f"`{_short(ctx.source(captured))}`: check export instead, with the inputs it "
                 f"runs on (`{spelled}(m, args)`; the tool sees none)"
             )
-            if not _skip(ctx, call, route, f"that TorchScript can {verb} a module"):
+            if not _skip(ctx, call, route):
                 route.edits = [replace(ctx, call.func, spelled)]
                 route.imports = list(imports)
                 route.display = True
@@ -150,7 +150,7 @@ def eager_route(ctx: PythonContext, call: ast.Call, captured: ast.expr, api: str
     ):
         flag = _flag_of(ctx, holder)
         if flag is not None:
-            text, imports = _deprecation(ctx, holder, flag, api)
+            text, imports = _deprecation(ctx, holder, flag)
             route.edits = [replace(ctx, holder, text)]
             route.imports = imports
             route.note = (
@@ -166,7 +166,7 @@ def eager_route(ctx: PythonContext, call: ast.Call, captured: ast.expr, api: str
     return route
 
 
-def _skip(ctx: PythonContext, call: ast.Call, route: DropRoute, why: str) -> bool:
+def _skip(ctx: PythonContext, call: ast.Call, route: DropRoute) -> bool:
     """A test whose purpose was TorchScript, and that has no export equivalent without
     example inputs, is skipped with the reason (a decorator on the test function): it is
     neither left failing once TorchScript goes nor made to pass by checking nothing."""
@@ -182,7 +182,7 @@ def _skip(ctx: PythonContext, call: ast.Call, route: DropRoute, why: str) -> boo
     indent = ctx.index.line_text(first)[: test.col_offset]
     if indent.strip():
         return False
-    reason = f"TorchScript is dropped (this test checked {why}): test torch.export instead"
+    reason = "TorchScript is dropped; check torch.export instead"  # why: in the finding
     uses_pytest = "pytest" in ctx.table.module_scope.imports
     if uses_pytest:
         decorator, imports = f"@pytest.mark.skip(reason={_quoted(reason)})", []
@@ -397,12 +397,11 @@ def _parameters(function: ast.AST | None) -> set[str]:
     return {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
 
 
-def _deprecation(ctx: PythonContext, stmt: ast.stmt, flag: str, api: str) -> tuple[str, list]:
+def _deprecation(ctx: PythonContext, stmt: ast.stmt, flag: str) -> tuple[str, list]:
     """`warnings.warn(...)` saying what `flag` does now, spelled for this file."""
     warn, imports = ctx.spell("warnings.warn", ctx.table.scope_for(stmt))
-    verb = "script" if api == "script" else "trace"
     option = f"{flag}=True" if flag.isidentifier() else flag
-    message = f"{option} no longer {verb}s the model: TorchScript is deprecated; use torch.export"
+    message = f"{option} is ignored: TorchScript is deprecated"
     return f"{warn}({_quoted(message)}, DeprecationWarning, stacklevel=2)", list(imports)
 
 

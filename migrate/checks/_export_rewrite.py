@@ -943,6 +943,8 @@ def _shapes_followed(
         return export
     auto = fix.need(ctx.spell("torch.export.Dim", scope))
     inputs = f"({shown[0]},)" if len(shown) == 1 else f"({', '.join(shown)})"
+    if fix.example is not None and fix.example[0].isidentifier():
+        inputs = fix.example[0]  # the name export is given: its tensors are not made again
     spec = f"tuple(dict.fromkeys(range(t.dim()), {auto}.AUTO) for t in {inputs})"
     where = (
         f"the call on line {other.lineno} passes other inputs than the example"

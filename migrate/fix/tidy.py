@@ -211,11 +211,14 @@ def _collapse_blank_lines(original: str, text: str) -> str:
     i = 0
     runs = {start: (run, nxt) for start, run, nxt in _blank_runs(lines)}
     imports_end = _leading_imports_end(text)
+    docstring_end = _module_docstring_end(text)
     while i < len(lines):
         if i in runs:
             run, nxt = runs[i]
             key = (lines[i - 1] if i else "", run, nxt)
             allowed = 2 if not nxt[:1].isspace() else 1
+            if i == docstring_end:
+                allowed = 1  # ruff format: one blank line after the module's docstring
             if i == imports_end and not nxt.startswith(("def ", "class ", "async def ", "@")):
                 allowed = 1  # isort: one blank line between imports and plain code
             if i > 0 and re.match(r"\s*class\b.*:\s*$", lines[i - 1]):
@@ -232,6 +235,19 @@ def _collapse_blank_lines(original: str, text: str) -> str:
         out.append(lines[i])
         i += 1
     return "\n".join(out)
+
+
+def _module_docstring_end(text: str) -> int:
+    """0-based index of the line after the module's docstring (-1: none)."""
+    body = ast.parse(text).body
+    first = body[0] if body else None
+    if (
+        isinstance(first, ast.Expr)
+        and isinstance(first.value, ast.Constant)
+        and isinstance(first.value.value, str)
+    ):
+        return first.end_lineno  # type: ignore[return-value]
+    return -1
 
 
 def _leading_imports_end(text: str) -> int:
