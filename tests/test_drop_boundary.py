@@ -129,7 +129,9 @@ def test_the_migrated_zoo_gives_the_same_numbers_and_its_tests_pass(tmp_path):
         "-c",
         "from boundary import create_model; create_model(jit=True)",
     )
-    assert warns.returncode != 0 and "jit=True is ignored: TorchScript is deprecated" in warns.stderr
+    assert (
+        warns.returncode != 0 and "jit=True is ignored: TorchScript is deprecated" in warns.stderr
+    )
     assert _python(after, "-c", "from boundary import create_model; create_model()").returncode == 0
     bench = _python(after, "-W", "ignore", "benchmark.py", "--torchscript")
     assert bench.returncode == 0 and json.loads(bench.stdout)["out"], bench.stderr

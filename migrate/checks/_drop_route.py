@@ -28,6 +28,7 @@ from migrate.checks._edits import drop_statement, replace, replace_with_arg
 from migrate.checks._flow import block_of, bound_name, parent
 from migrate.checks._selfcompare import self_comparison
 from migrate.checks.base import Edit, PythonContext
+from migrate.findings import FixKind
 
 # What only a TorchScript module or function has.
 TORCHSCRIPT_ATTRIBUTES = frozenset(
@@ -125,6 +126,7 @@ def eager_route(ctx: PythonContext, call: ast.Call, captured: ast.expr, api: str
             "object the comparison would check nothing; compare the exported program "
             "(`torch.export.export(m, args).module()`) with it there"
         )
+        _skip(ctx, call, route)
         return route
     if isinstance(holder, ast.Expr):
         if testing:
@@ -423,8 +425,6 @@ def report_under_drop(
 ) -> None:
     """Report a capture export cannot take, under drop: the eager route (unsafe), or, where
     it must stay, assisted with the reason (a display fix for a TorchScript-only test)."""
-    from migrate.findings import FixKind
-
     api = "script" if ref.qualname.endswith("script") else "trace"
     route = eager_route(ctx, call, captured, api)
     extra = {"target": target} if target else {}
@@ -480,3 +480,32 @@ def fallback(ctx: PythonContext, call: ast.Call, captured: ast.expr | None) -> d
         Applicability.UNSAFE,
     )
     return {"drop_fallback": (message, fix)}
+
+
+def report_marker_call(rule, ctx: PythonContext, ref) -> bool:
+    """Under drop, `torch.jit.export(f)` / `unused(f)` / `ignore(f)` called as a function (a
+    decorator factory's `return torch.jit.unused(func)`) only marks `f` for the scripting
+    compiler, which nothing runs any more: it becomes `f` (safe). False where it is not such
+    a call."""
+    call = ref.call
+    if (
+        ctx.intent != "drop"
+        or ref.role != "call"
+        or call is None
+        or len(call.args) != 1
+        or call.keywords
+        or isinstance(call.args[0], ast.Starred)
+    ):
+        return False
+    short = ref.qualname.rsplit(".", 1)[-1]
+    ctx.report(
+        rule,
+        call,
+        f"`{short}(...)` only marks its argument for TorchScript (intent drop): it becomes "
+        f"`{_short(ctx.source(call.args[0]))}`",
+        symbol=ref.qualname,
+        edits=[replace_with_arg(ctx, call, call.args[0])],
+        applicability="safe",
+        fix=FixKind.AUTO,
+    )
+    return True

@@ -1157,11 +1157,55 @@ def _lite_save(ctx: PythonContext, call: ast.Call, program: str, scope: Scope, f
             return
         fix.edits.append(Edit(*ctx.span(call), f"{program}.buffer"))
         return
-    if len(call.args) != 1 or call.keywords or isinstance(call.args[0], ast.Starred):
+    bound = bind_args(call, ("f", "_extra_files"))
+    extra = (bound or {}).get("_extra_files")
+    if bound is None or "f" not in bound or any(kw.arg is None for kw in call.keywords):
         fix.fail(_lite_options(call, 1))
         return
-    path = renamed_path(ctx, call.args[0], ".pte", fix)
-    fix.edits.append(Edit(*ctx.span(call), write_bytes(ctx, fix, path, f"{program}.buffer", scope)))
+    path = renamed_path(ctx, bound["f"], ".pte", fix)
+    text = write_bytes(ctx, fix, path, f"{program}.buffer", scope)
+    if extra is not None:
+        text = _with_side_car(ctx, call, fix, scope, path, extra, text)
+        if text is None:
+            return
+    fix.edits.append(Edit(*ctx.span(call), text))
+
+
+def _with_side_car(
+    ctx: PythonContext, call: ast.Call, fix: Fix, scope: Scope, path: str, extra, write: str
+) -> str | None:
+    """A lite save's `_extra_files` (metadata the archive carried) written beside the `.pte`,
+    one file each: `model.pte.config.txt` for the entry `config.txt`. Only where the save is
+    a statement of its own and its path is a plain name, constant or `str(name)`."""
+    holder = parent(ctx, call)
+    plain = isinstance(call.args[0] if call.args else None, (ast.Name, ast.Constant)) or (
+        isinstance(arg := (call.args[0] if call.args else None), ast.Call)
+        and isinstance(arg.func, ast.Name)
+        and arg.func.id == "str"
+        and len(arg.args) == 1
+        and isinstance(arg.args[0], (ast.Name, ast.Attribute))
+    )
+    if not isinstance(holder, ast.Expr) or not plain:
+        fix.fail(_lite_options(call, 1))
+        return None
+    names = [n for n in ("extra_name", "extra_data") if is_free(ctx, n, scope)]
+    if len(names) != 2:
+        fix.fail(_lite_options(call, 1))
+        return None
+    path_cls = write.split("(", 1)[0]
+    indent = ctx.index.line_text(holder.lineno)[: holder.col_offset]
+    literal = len(path) > 1 and path[0] in "\"'" and path[-1] == path[0]
+    beside = (
+        f"{path[:-1]}.{path[-1]} + extra_name" if literal else f'str({path}) + "." + extra_name'
+    )
+    fix.note(f"`_extra_files` written beside the `.pte` (`{{path}}.{{name}}`, line {call.lineno})")
+    return (
+        f"{write}\n{indent}for extra_name, extra_data in {ctx.source(extra)}.items():  "
+        "# the metadata, beside the .pte\n"
+        f"{indent}    {path_cls}({beside}).write_bytes(\n"
+        f"{indent}        extra_data if isinstance(extra_data, bytes) else extra_data.encode()\n"
+        f"{indent}    )"
+    )
 
 
 def _lite_options(call: ast.Call, positional: int) -> str:

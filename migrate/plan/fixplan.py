@@ -975,11 +975,24 @@ def executor_switches_go_with_the_last_script(ctx: Context) -> dict[FindingKey, 
     staying = [f for f in ctx.findings if f.symbol in symbols and finding_key(f) not in ctx.written]
     if not staying:
         return {}
-    why = (
-        f"`{staying[0].symbol}` at {staying[0].path}:{staying[0].line} stays "
-        f"({staying[0].rule}), and the setting applies to it"
-    )
-    return {finding_key(f): why for f in switches}
+    holds: dict[FindingKey, str] = {}
+    facts = ctx.facts
+    for switch in switches:
+        # It applies in its own process: to what stays in a module its file imports, or in
+        # a file that imports it (a separate script of the repository runs without it).
+        paths = {f.path for f in staying}
+        reach = facts.reached(switch.path, paths) if facts is not None else paths  # type: ignore[attr-defined]
+        near = [
+            f
+            for f in staying
+            if f.path in reach or (facts is not None and facts.reached(f.path, {switch.path}))  # type: ignore[attr-defined]
+        ]
+        if near:
+            holds[finding_key(switch)] = (
+                f"`{near[0].symbol}` at {near[0].path}:{near[0].line} stays "
+                f"({near[0].rule}), and the setting applies to it"
+            )
+    return holds
 
 
 def _asking(ctx: Context, name: str) -> list[Finding]:
