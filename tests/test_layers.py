@@ -5,8 +5,8 @@ modules of the package, at module level or inside a function, absolute or relati
 modules may import each other, directly or through others, and no stage may import a later
 one. The order:
 
-- shared vocabulary: findings, config, registry, gitsafe, safe_read (and the package's
-  __init__);
+- shared vocabulary: findings, config, registry, gitsafe, safe_read, safe_write, printable
+  (and the package's __init__);
 - scan: migrate/scan/ and migrate/checks/ (the checks are what the scanner runs: a check sees
   one file, and the facts and the fixer reuse their helpers, as later stages may) and
   migrate/record/ (what `migrate record` saw is an input the checks read, like the source);
@@ -36,6 +36,8 @@ LAYERS = {
     "registry": SHARED,
     "gitsafe": SHARED,
     "safe_read": SHARED,
+    "safe_write": SHARED,
+    "printable": SHARED,
     "scan": SCAN,
     "checks": SCAN,
     "record": SCAN,

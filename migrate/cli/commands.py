@@ -19,12 +19,13 @@ from migrate.cli.scan_command import (
     _sigterm_as_interrupt,
     build_options,
     error_verdict,
-    os_reason,
     progress_bar,
     run_scan,
     shared_flags,
     use_color,
+    write_output,
 )
+from migrate.printable import printable
 
 
 class _PlainArgument(TyperArgument):
@@ -292,6 +293,10 @@ def apply(
     from migrate.report.apply_text import render_apply
 
     with _errors(debug), _sigterm_as_interrupt():
+        if test_report is not None:
+            from migrate.safe_write import check_output
+
+            check_output(test_report)  # before any work: never written through a symlink
         options, config = build_options(paths, **shared_flags(locals()))
         unsafe = config.unsafe_fixes if unsafe_fixes is None else unsafe_fixes
         targets = list(paths)
@@ -322,7 +327,7 @@ def apply(
                 test_gate=gate,
             )
         for note in result.scan.skipped:
-            typer.echo(f"{note.path}: {note.message}; skipped", err=True)
+            typer.echo(printable(f"{note.path}: {note.message}; skipped"), err=True)
         hook = None
         if pre_commit:
             from migrate.cli.precommit import fix_hook_form
@@ -395,10 +400,7 @@ def _report_gate(report, json_path: Path | None) -> None:
 
     sys.stdout.write(render_text(report))
     if json_path is not None:
-        try:
-            json_path.write_text(json.dumps(report.to_dict(), indent=2) + "\n", encoding="utf-8")
-        except OSError as exc:
-            raise ValueError(f"--test-report {json_path}: {os_reason(exc)}") from None
+        write_output(json_path, json.dumps(report.to_dict(), indent=2) + "\n", "--test-report")
 
 
 @app.command("rules")
@@ -488,6 +490,10 @@ def report(
             raise ValueError(f"--format must be one of {', '.join(RENDERERS)}, not {format}")
         if not os.path.exists(path):
             raise ValueError(f"{path}: no such file or directory")
+        if output:  # before the scan: a symlink there is refused, never written through
+            from migrate.safe_write import check_output
+
+            check_output(output)
         options, _ = build_options([path], **shared_flags(locals()))
         registry = load_registry(verify_results) if verify_results is not None else None
         with progress_bar(True, "planning") as progress:
@@ -502,17 +508,14 @@ def report(
         plan.registry = registry
         rendered = RENDERERS[format](plan)
         if output:
-            try:
-                output.write_text(rendered, encoding="utf-8")
-            except OSError as exc:
-                raise ValueError(f"--output {output}: {os_reason(exc)}") from None
+            write_output(output, rendered)
             # Absolute: `migrate demo` and scripts run it from another folder.
             typer.echo(f"wrote {output.absolute()}", err=True)
         else:
             sys.stdout.write(rendered)
         # The plan lists them too, but a script reading the exit code must see them.
         for err in plan.errors:
-            typer.echo(f"error: {err.path}: {err.message}", err=True)
+            typer.echo(printable(f"error: {err.path}: {err.message}"), err=True)
     if plan.errors:
         raise typer.Exit(EXIT_ERROR)
 

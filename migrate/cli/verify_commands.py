@@ -85,7 +85,9 @@ def _require_extra() -> None:
 
 
 def _fail(exc: VerifyError) -> typer.Exit:
-    typer.echo(f"error: {exc.stage}: {exc.message}", err=True)
+    from migrate.printable import printable
+
+    typer.echo(printable(f"error: {exc.stage}: {exc.message}"), err=True)
     return typer.Exit(2)
 
 
@@ -211,6 +213,18 @@ def _target_problem(
     if not zipfile.is_zipfile(target):
         return VerifyError("load", f"{target} is not a TorchScript archive (not a zip archive)")
     return None
+
+
+def _check_outputs(out: Path, names: list[str]) -> None:
+    """Before torch is imported: an artifact the run would write where a symlink is (a
+    checkout can ship `model.pte -> ../victim`) is refused, in one line."""
+    from migrate.safe_write import UnsafeOutput, check_output
+
+    for name in names:
+        try:
+            check_output(out / name, out)
+        except UnsafeOutput as exc:
+            raise _fail(VerifyError("output", str(exc))) from None
 
 
 def _check_target(target: str | None, manifest: Path | None, callables: bool, debug: bool) -> None:
@@ -448,6 +462,11 @@ def verify(
             jobs, timeout, rerun, ray, ray_address, fmt,
         )  # fmt: skip
     assert target is not None
+    if out is not None:
+        archive = (
+            [f"{Path(target).stem}{s}" for s in (".pt2", ".pte")] if os.path.isfile(target) else []
+        )
+        _check_outputs(out, ["report.json", "inputs.pt", *archive])
     if evidence is not None:  # issue 28 (migrate/record/verify_inputs.py)
         from migrate.record.verify_inputs import verify_inputs
 
@@ -578,6 +597,7 @@ def convert(
             jobs, timeout, rerun, ray, ray_address, fmt,
         )  # fmt: skip
     assert model is not None
+    _check_outputs(out, [f"{Path(model).stem}.pt2", f"{Path(model).stem}.pte"])
     from migrate.verify.pipeline import convert_error_json, run_convert
 
     _warn_trust(trust_archive, model)

@@ -1,4 +1,5 @@
-"""Apply the edits that findings carry, fix up imports, and write files atomically.
+"""Apply the edits that findings carry and fix up imports; what apply writes goes through
+migrate.safe_write.
 
 Nothing is lost: output that does not parse is never written, each file is replaced by
 rename from a temp file in the same folder, and encoding, BOM, newlines and mode are kept.
@@ -10,18 +11,13 @@ import ast
 import bisect
 import codecs
 import difflib
-import errno
 import io
 import os
 import re
-import signal
 import stat
 import sys
-import tempfile
-import threading
 import tokenize
 from collections.abc import Callable, Collection, Iterable
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,6 +32,7 @@ from migrate.plan.units import (  # noqa: F401 (WITH_UNSAFE, fixable: also impor
     fix_units,
     fixable,
 )
+from migrate.safe_write import TEMP_NAME, TEMP_SUFFIX
 
 MAX_ROUNDS = 5
 
@@ -749,36 +746,6 @@ def apply_units(path: str, text: str, units: Iterable[_Unit], newline: str = "\n
     return keep_endings(text, new)
 
 
-# The temp file a write goes through: `.NAME.migrate-PID-XXXXXXXX.migrate-tmp` beside NAME,
-# so that one left by a killed run is recognised, with the run that wrote it.
-TEMP_SUFFIX = ".migrate-tmp"
-_TEMP_NAME = re.compile(r"\.(?P<name>.+)\.migrate-(?P<pid>\d+)-[a-z0-9_]{8}\.migrate-tmp")
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write to a temp file beside `path`, keep its mode, then rename over it."""
-    if os.path.islink(path):
-        # A rename would replace the link by a regular file (issue 15).
-        raise OSError(errno.ELOOP, "is a symlink; not replaced", str(path))
-    mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else 0o644
-    with _signals_held():
-        fd, tmp = tempfile.mkstemp(
-            prefix=f".{path.name}.migrate-{os.getpid()}-", suffix=TEMP_SUFFIX, dir=path.parent
-        )
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.chmod(tmp, mode)
-            os.replace(tmp, path)
-        except BaseException:
-            # Ctrl-C or a full disk: the original is untouched, and so must the folder be.
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
-
-
 def stale_temp_files(folder: str, before: float) -> list[tuple[str, int]]:
     """(name, pid) of the temp files in `folder` that a write of this tool left behind (a
     `kill -9`, a power cut): named as write_atomic names them, this user's, older than
@@ -789,7 +756,7 @@ def stale_temp_files(folder: str, before: float) -> list[tuple[str, int]]:
         return []
     stale = []
     for name in names:
-        found = _TEMP_NAME.fullmatch(name)
+        found = TEMP_NAME.fullmatch(name)
         if found is None:
             continue
         pid = int(found["pid"])
@@ -814,23 +781,6 @@ def pid_alive(pid: int) -> bool:
     except OSError:  # EPERM: it runs, as someone else
         return True
     return True
-
-
-@contextmanager
-def _signals_held():
-    """Hold SIGINT/SIGTERM while one file is written, so that neither can land between
-    creating the temp file and cleaning it up; they are delivered right after."""
-    held = {signal.SIGINT, signal.SIGTERM}
-    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not (
-        threading.main_thread()
-    ):
-        yield
-        return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def dirty_files(paths: Iterable[Path]) -> dict[Path, str]:

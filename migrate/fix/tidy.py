@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from migrate.config import ConfigError
 from migrate.fix.fixer import keep_endings, line_opcodes
 
 if TYPE_CHECKING:
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from migrate.fix.fixer import FileFix
 
 DEFAULT_LINE_LENGTH = 88  # ruff's and black's default
+MAX_LINE_LENGTH = 320  # ruff's largest
 _OPEN, _CLOSE = "([{", ")]}"
 
 
@@ -538,16 +540,17 @@ def _explode_block(block: list[str]) -> list[str] | None:
         shift = len(inner) - (len(last) - len(last.lstrip()))
         moved = [parts[0]] + [_shift(p, shift) for p in parts[1:]]
         moved[0] = inner + moved[0]
-        if not _grouping(source, opener, len(items)):
+        if not _grouping(source, opener, closer, len(items)):
             moved[-1] += ","
         out.extend(moved)
     out.append(indent + source[closer:].strip())
     return out
 
 
-def _grouping(source: str, opener: int, items: int) -> bool:
-    """Parentheses that only group one expression: a comma there would make it a tuple."""
-    if source[opener] != "(" or items != 1:
+def _grouping(source: str, opener: int, closer: int, items: int) -> bool:
+    """Parentheses that only group one expression: a comma there would make it a tuple. A
+    comma already after the one item makes them a tuple (`(x,)`): that comma stays."""
+    if source[opener] != "(" or items != 1 or source[opener + 1 : closer].rstrip().endswith(","):
         return False
     before = source[:opener].rstrip()
     return not before or not (before[-1].isalnum() or before[-1] in "_)]}'\"")
@@ -580,7 +583,7 @@ def _wrap(line: str, limit: int, depth: int = 0, explode: bool = False) -> list[
         middle = [inner + body]
     else:
         middle = []
-        comma = "" if _grouping(code, opener, len(items)) else ","
+        comma = "" if _grouping(code, opener, closer, len(items)) else ","
         for item in items:
             line = inner + item + comma
             middle.extend(_wrap(line, limit, depth + 1) if len(line) > limit else [line])
@@ -709,19 +712,29 @@ def _line_length_in(folder: Path) -> int:
 
 
 def _line_length_setting(directory: Path) -> int | None:
+    """The line length set in `directory`, if any. A setting of the wrong type (`[tool] ruff
+    = 5`, `line-length = "wide"`) is a ConfigError naming the file, as the linter itself
+    would refuse it; a file that is not TOML at all is skipped, as before."""
     import configparser
 
     import tomllib
 
     for name in ("ruff.toml", ".ruff.toml"):
-        data = _read_toml(directory / name, tomllib)
-        if data and isinstance(data.get("line-length"), int):
-            return data["line-length"]
-    tool = (_read_toml(directory / "pyproject.toml", tomllib) or {}).get("tool", {})
-    for table in (tool.get("ruff", {}), tool.get("black", {})):
-        value = table.get("line-length", table.get("line_length"))
-        if isinstance(value, int):
-            return value
+        path = directory / name
+        data = _read_toml(path, tomllib)
+        if data and "line-length" in data:
+            return _length(data["line-length"], path, "line-length")
+    path = directory / "pyproject.toml"
+    tool = (_read_toml(path, tomllib) or {}).get("tool", {})
+    if not isinstance(tool, dict):
+        raise ConfigError(f"{path}: `tool` must be a table; not read")
+    for linter in ("ruff", "black"):
+        table = tool.get(linter, {})
+        if not isinstance(table, dict):
+            raise ConfigError(f"{path}: [tool] {linter} must be a table; not read")
+        for key in ("line-length", "line_length"):
+            if key in table:
+                return _length(table[key], path, f"[tool.{linter}] {key}")
     for name in ("setup.cfg", "tox.ini", ".flake8"):
         config = configparser.ConfigParser()
         try:
@@ -732,6 +745,13 @@ def _line_length_setting(directory: Path) -> int | None:
         if value and value.strip().isdigit():
             return int(value)
     return None
+
+
+def _length(value, path: Path, key: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_LINE_LENGTH:
+        wanted = f"an integer from 1 to {MAX_LINE_LENGTH}"
+        raise ConfigError(f"{path}: {key} must be {wanted}, not {value!r}; not read")
+    return value
 
 
 def _read_config(path: Path) -> bytes:

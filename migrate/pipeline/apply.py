@@ -27,11 +27,11 @@ from migrate.fix.fixer import (
     fix_units,
     stale_temp_files,
     take_units,
-    write_atomic,
 )
-from migrate.fix.tidy import fix_source
+from migrate.fix.tidy import configured_line_length, fix_source
 from migrate.pipeline.scan import PlannedScanner
 from migrate.plan.fixplan import attach_unlocks, finding_key, held_with_reverted, plan_fixes
+from migrate.safe_write import UnsafeOutput, write_atomic
 from migrate.scan.cache import default_cache_folder, digest
 from migrate.scan.discover import Skipped, UsageError, read_checked
 from migrate.scan.engine import Scanner, ScanOptions
@@ -216,6 +216,10 @@ def _run_apply(
     todo = spanning + sorted({p for u in units for p in u.paths} - set(spanning))
     todo = _leave_symlinks(todo, scanner, result)
     todo = [d for d in todo if not _refused_outside(trees, d, result)]
+    # The line length each file is wrapped to, read before any file is written: a malformed
+    # linter setting stops the run here (ConfigError), not halfway through the tree.
+    for display in todo:
+        configured_line_length(scanner.jobs[display].path)
     if not dry_run and not allow_dirty and todo:
         dirty = dirty_files(Path(scanner.jobs[p].path) for p in todo)
         dirty_names = {}
@@ -357,9 +361,10 @@ def _write(
             return
         links = os.stat(path).st_nlink
         write_atomic(path, encode(decoded, fix.fixed))
-    except OSError as exc:
+    except (OSError, UnsafeOutput) as exc:
         # One unwritable folder must not stop the files after it.
-        fix.error = f"cannot write: {_os_reason(exc)}"
+        why = exc.reason if isinstance(exc, UnsafeOutput) else _os_reason(exc)
+        fix.error = f"cannot write: {why}"
         result.errors.append(FileError(display, fix.error))
         return
     result.written.append(display)

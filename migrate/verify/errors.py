@@ -24,6 +24,7 @@ STAGES = (
     "export",
     "lower",
     "run",
+    "output",
 )
 
 INSTALL_HINT = (
