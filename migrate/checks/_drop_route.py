@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from migrate.checks._edits import drop_statement, replace, replace_with_arg
-from migrate.checks._flow import block_of, bound_name, parent
+from migrate.checks._flow import bound_name, parent
 from migrate.checks._selfcompare import self_comparison
 from migrate.checks.base import Edit, PythonContext
 from migrate.findings import FixKind
@@ -150,10 +150,14 @@ def eager_route(ctx: PythonContext, call: ast.Call, captured: ast.expr, api: str
         and target == ctx.source(captured).strip()
         and isinstance(holder, (ast.Assign, ast.AnnAssign))
     ):
-        flag = _flag_of(ctx, holder)
-        if flag is not None:
+        found = _flag_of(ctx, holder)
+        if found is not None:
+            block, flag = found
             text, imports = _deprecation(ctx, holder, flag)
-            route.edits = [replace(ctx, holder, text)]
+            first, last = block.body[0], block.body[-1]
+            indent = ctx.index.line_text(first.lineno)[: first.col_offset]
+            start, end = ctx.line_span(first)[0], ctx.line_span(last)[1]
+            route.edits = [Edit(start, end, f"{indent}{text}\n")]
             route.imports = imports
             route.note = (
                 f"`{flag}` only asked for TorchScript: it keeps its place and now warns "
@@ -361,15 +365,44 @@ def _enclosing_function(ctx: PythonContext, node: ast.AST) -> ast.AST | None:
     return current
 
 
-def _flag_of(ctx: PythonContext, stmt: ast.stmt) -> str | None:
-    """The option an `if` asks when `stmt` is all its body does: a parameter, an argparse
-    attribute (`args.torchscript`) or a setting whose name says TorchScript."""
-    block = block_of(ctx, stmt)
-    if block is None:
-        return None
-    owner, body = block
-    if not isinstance(owner, ast.If) or owner.body is not body or len(body) != 1 or owner.orelse:
-        return None
+def _flag_of(ctx: PythonContext, stmt: ast.stmt) -> tuple[ast.If, str] | None:
+    """The `if` (and the option it asks) whose body only exists to script: `stmt` and what
+    accompanies it there (log lines, a try/except around them, `pass`). The option is a
+    parameter, an argparse attribute (`args.torchscript`), a setting whose name says
+    TorchScript, or a comparison with a mode string naming it."""
+    current: ast.AST | None = stmt
+    while current is not None:
+        holder = parent(ctx, current)
+        if isinstance(holder, ast.If) and not holder.orelse and current in holder.body:
+            if all(_incidental(ctx, s, stmt) for s in holder.body):
+                flag = _option(ctx, holder)
+                return (holder, flag) if flag is not None else None
+            return None
+        if not isinstance(holder, (ast.Try, ast.With, ast.ExceptHandler)):
+            return None
+        current = holder
+    return None
+
+
+def _incidental(ctx: PythonContext, node: ast.stmt, capture: ast.stmt) -> bool:
+    """`node` is the capture statement, or only accompanies it (a log line, `pass`, a
+    try/except or with-block made of such)."""
+    if node is capture or isinstance(node, ast.Pass):
+        return True
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+        func = node.value.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        owner = ctx.source(func.value) if isinstance(func, ast.Attribute) else ""
+        return name == "print" or owner in ("logging", "logger", "log", "LOGGER", "_logger")
+    if isinstance(node, ast.Try):
+        blocks = [node.body, node.orelse, node.finalbody, *(h.body for h in node.handlers)]
+        return all(_incidental(ctx, s, capture) for b in blocks for s in b)
+    if isinstance(node, ast.With):
+        return all(_incidental(ctx, s, capture) for s in node.body)
+    return False
+
+
+def _option(ctx: PythonContext, owner: ast.If) -> str | None:
     test = owner.test
     if isinstance(test, ast.Name):
         name = test.id

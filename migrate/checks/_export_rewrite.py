@@ -1200,8 +1200,7 @@ def _with_side_car(
     )
     fix.note(f"`_extra_files` written beside the `.pte` (`{{path}}.{{name}}`, line {call.lineno})")
     return (
-        f"{write}\n{indent}for extra_name, extra_data in {ctx.source(extra)}.items():  "
-        "# the metadata, beside the .pte\n"
+        f"{write}\n{indent}for extra_name, extra_data in {ctx.source(extra)}.items():\n"
         f"{indent}    {path_cls}({beside}).write_bytes(\n"
         f"{indent}        extra_data if isinstance(extra_data, bytes) else extra_data.encode()\n"
         f"{indent}    )"

@@ -18,6 +18,7 @@ class JitTraceToExport(PythonCheck):
     code = "MIG102"
     verb = "torch.jit.trace"
     why = "freezes control flow and is deprecated"
+    params = TRACE_PARAMS  # how its call binds: the traced object comes first
 
     def on_reference(self, ref: Reference, ctx: PythonContext) -> None:
         if ref.role != "call" or ref.call is None:
@@ -30,7 +31,7 @@ class JitTraceToExport(PythonCheck):
             )
             return
         fix = capture_fix(ctx, ref.call)
-        traced = (bind_args(ref.call, TRACE_PARAMS) or {}).get(TRACE_PARAMS[0])
+        traced = (bind_args(ref.call, self.params) or {}).get(self.params[0])
         if not fix.auto and ctx.intent == "drop" and traced is not None:
             report_under_drop(
                 self.rule,

@@ -40,6 +40,7 @@ class ScriptModuleClasses(PythonCheck):
             "`ExportedProgram`; decide what the code should accept",
             symbol=ref.qualname,
             fix=FixKind.MANUAL,
+            role=ref.role,  # only a base class makes the scripting compiler run (the planner)
         )
 
     def _out_of_union(self, ref: Reference, ctx: PythonContext, short: str) -> bool:

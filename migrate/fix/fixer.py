@@ -700,7 +700,7 @@ def fix_rounds(
         new = apply_edits(current, edits, newline)
         if path.endswith((".py", ".pyi")):
             try:
-                new = fix_imports(new, _import_specs(taken))
+                new = fix_imports(fill_emptied_blocks(new, newline), _import_specs(taken))
             except SyntaxError as exc:
                 result.error = (
                     f"fix produced invalid code (line {exc.lineno}: {exc.msg}); left untouched"
@@ -724,6 +724,38 @@ def fix_rounds(
     return result
 
 
+_EMPTIED = re.compile(r"expected an indented block after .* on line (\d+)")
+
+
+def fill_emptied_blocks(text: str, newline: str = "\n") -> str:
+    """A block whose every statement a fix removed (two executor switches under an `if`,
+    each dropped by its own finding) gets `pass`: each fix alone left a statement there."""
+    for _ in range(50):
+        try:
+            ast.parse(text)
+            return text
+        except SyntaxError as exc:
+            found = _EMPTIED.match(exc.msg or "")
+            if found is None:
+                return text
+            lines = text.split(newline)
+            header = int(found.group(1)) - 1
+            end = header
+            while end < len(lines) and not _ends_header(lines[end]):
+                end += 1
+            if end >= len(lines):
+                return text
+            indent = lines[header][: len(lines[header]) - len(lines[header].lstrip())]
+            lines.insert(end + 1, f"{indent}    pass")
+            text = newline.join(lines)
+    return text
+
+
+def _ends_header(line: str) -> bool:
+    code = line.split("#", 1)[0].rstrip()
+    return code.endswith(":")
+
+
 def apply_units(path: str, text: str, units: Iterable[_Unit], newline: str = "\n") -> str:
     """The file's text with exactly these units written (one round, no re-analysis), or
     ValueError naming why it cannot be (overlapping edits, invalid code): `apply --test`
@@ -737,7 +769,7 @@ def apply_units(path: str, text: str, units: Iterable[_Unit], newline: str = "\n
     new = apply_edits(text, edits, newline)
     if path.endswith((".py", ".pyi")):
         try:
-            new = fix_imports(new, _import_specs(taken))
+            new = fix_imports(fill_emptied_blocks(new, newline), _import_specs(taken))
         except SyntaxError as exc:
             raise ValueError(f"fix produced invalid code (line {exc.lineno}: {exc.msg})") from None
     problem = validate(path, new)

@@ -950,7 +950,7 @@ def questions_fold_once_nothing_stays(ctx: Context) -> dict[FindingKey, str]:
             staying = [
                 f
                 for f in ctx.findings
-                if f.symbol in symbols
+                if _compiles(f, symbols)
                 and finding_key(f) not in ctx.written
                 and ctx.facts.capture_at(f.path, f.line, f.column) is None  # type: ignore[attr-defined]
             ]
@@ -972,7 +972,9 @@ def executor_switches_go_with_the_last_script(ctx: Context) -> dict[FindingKey, 
     if ctx.intent != "drop" or not switches:
         return {}
     symbols = _SCRIPTING_SYMBOLS | _TRACING_SYMBOLS
-    staying = [f for f in ctx.findings if f.symbol in symbols and finding_key(f) not in ctx.written]
+    staying = [
+        f for f in ctx.findings if _compiles(f, symbols) and finding_key(f) not in ctx.written
+    ]
     if not staying:
         return {}
     holds: dict[FindingKey, str] = {}
@@ -993,6 +995,14 @@ def executor_switches_go_with_the_last_script(ctx: Context) -> dict[FindingKey, 
                 f"({near[0].rule}), and the setting applies to it"
             )
     return holds
+
+
+def _compiles(f: Finding, symbols: frozenset[str]) -> bool:
+    """A finding at something that scripts or traces code: a `ScriptModule` named in an
+    isinstance check or an annotation compiles nothing (only a base class does)."""
+    if f.symbol not in symbols:
+        return False
+    return f.rule != "MIG109" or f.get("role") in (None, "base")
 
 
 def _asking(ctx: Context, name: str) -> list[Finding]:
