@@ -289,7 +289,7 @@ def apply(
 ) -> None:
     """Rewrite what can be rewritten; --dry-run shows the diff instead."""
     from migrate.pipeline.apply import copy_tree, out_targets, run_apply
-    from migrate.report.apply_text import render_apply
+    from migrate.report.apply_text import render_apply, unprotected_note
 
     with _errors(debug), _sigterm_as_interrupt():
         options, config = build_options(paths, **shared_flags(locals()))
@@ -329,6 +329,8 @@ def apply(
 
             hook = fix_hook_form()
         sys.stdout.write(render_apply(result, dry_run=dry_run, color=use_color(), hook=hook))
+        if result.unprotected and out is None:
+            typer.echo(unprotected_note(result.unprotected, len(result.written)), err=True)
         if result.test_report is not None:
             _report_gate(result.test_report, test_report)
     if result.errors or result.scan.read_nothing:

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from migrate.fix.fixer import keep_endings, line_opcodes
+from migrate.fix.fixer import keep_endings, line_opcodes, relocate
 
 if TYPE_CHECKING:
     from migrate.findings import Finding
@@ -36,8 +36,11 @@ def fix_source(
 
     result = fix_rounds(path, text, analyze, newline, **options)
     if result.error is None and result.fixed != text and path.endswith((".py", ".pyi")):
+        rounds = result.fixed
         # tidy reads every ending as \n; each untouched line gets its own back.
-        result.fixed = keep_endings(text, tidy(text, result.fixed, path))
+        result.fixed = keep_endings(text, tidy(text, rounds, path))
+        # What is left was found in the last round's text; tidying moved its lines.
+        result.remaining = relocate(result.remaining, rounds, result.fixed)
     return result
 
 
