@@ -41,6 +41,18 @@ class _PlainArgument(TyperArgument):
         return name if self.required else f"[{name}]"
 
 
+# click's UsageError, whichever click typer runs on (recent typers carry their own copy).
+_UsageError = typer.BadParameter.__mro__[1]
+
+
+class _UsageLine(_UsageError):
+    """A command's usage error in one line, as every other error (click prints the usage and
+    a hint first, four lines in all)."""
+
+    def show(self, file=None) -> None:
+        typer.echo(f"error: {self.format_message()}", err=True)
+
+
 class _PlainHelpGroup(TyperGroup):
     """Help as `--select CODES`: a placeholder names what to type, a flag shows none (typer
     would print the Python type, `--exit-zero <bool>`, which reads as "takes a value")."""
@@ -55,6 +67,14 @@ class _PlainHelpGroup(TyperGroup):
                 elif param.metavar is None and not getattr(param, "is_flag", False):
                     # verify's options: the last word of the name (input_shape -> SHAPE).
                     param.metavar = (param.name or "value").split("_")[-1].upper()
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except _UsageError as exc:
+            if type(exc).__name__ == "NoArgsIsHelpError":  # prints the help, as asked
+                raise
+            raise _UsageLine(exc.format_message(), exc.ctx) from None
 
     def format_commands(self, ctx, formatter) -> None:
         """The command list with each command's whole first sentence (click cuts it at the

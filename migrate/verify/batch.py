@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from migrate.verify.errors import VerifyError, describe
+from migrate.verify.options import check_options
 
 VERDICTS = ("pass", "mismatch", "error", "timeout", "refused")
 EXIT_CODES = {"pass": 0, "mismatch": 1, "error": 2, "timeout": 2, "refused": 2}
@@ -158,6 +159,17 @@ def _entry(raw: dict[str, Any], base: Path, where: str) -> dict[str, Any]:
         entry["devices"] = _split_list(raw["devices"])
     if raw.get("trust") not in (None, ""):
         entry["trust"] = str(raw["trust"]).lower() in ("1", "true", "yes")
+    try:  # as the command line's, before any worker imports torch
+        for device in entry.get("devices") or [entry.get("device")]:
+            check_options(
+                input_shapes=entry.get("input_shapes", ()),
+                dynamic_dims=entry.get("dynamic_dims", ()),
+                device=device,
+                method=entry.get("method"),
+                backend=entry.get("backend"),
+            )
+    except VerifyError as exc:
+        raise VerifyError("usage", f"{where}: {exc.message}") from None
     return entry
 
 

@@ -16,8 +16,7 @@ from typing import Any
 import torch
 
 from migrate.verify.errors import VerifyError, describe, quiet
-
-BACKENDS = ("xnnpack", "portable")
+from migrate.verify.options import BACKENDS
 
 
 @dataclass
