@@ -139,12 +139,18 @@ IntentOpt = Annotated[
     typer.Option(
         "--intent",
         metavar="INTENT",
-        help="drop (TorchScript goes entirely) | keep-scriptable (only what warns changes).",
+        help="drop (TorchScript goes entirely) | keep-scriptable (only what warns "
+        "changes). Default: [tool.migrate] intent, else none: each site is decided alone.",
     ),
 ]
 JobsOpt = Annotated[
     int | None,
-    typer.Option("--jobs", "-j", metavar="N", help="Worker processes (0: one per CPU)."),
+    typer.Option(
+        "--jobs",
+        "-j",
+        metavar="N",
+        help="Worker processes. Default (and 0): one per CPU; under 48 files to parse, none.",
+    ),
 ]
 ConfigOpt = Annotated[
     str | None,
@@ -305,7 +311,14 @@ def apply(
     debug: DebugOpt = False,
     evidence: EvidenceOpt = None,
     # The migrate-fix hook's report (.pre-commit-hooks.yaml; migrate/cli/precommit.py).
-    pre_commit: Annotated[bool, typer.Option("--pre-commit", hidden=True)] = False,
+    pre_commit: Annotated[
+        bool,
+        typer.Option(
+            "--pre-commit",
+            help="Report as the migrate-fix pre-commit hook: only what is left (only how many "
+            "when the migrate-scan hook runs too).",
+        ),
+    ] = False,
 ) -> None:
     """Rewrite what can be rewritten; --dry-run shows the diff instead."""
     from migrate.pipeline.apply import copy_tree, out_targets, run_apply
