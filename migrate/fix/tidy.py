@@ -1,9 +1,10 @@
 """Make rewritten Python look hand-written: the file gains no lint or format errors.
 
 Runs once per file after all fix rounds, comparing the original text with the fixed one, and
-touches only what the run changed: imports the rewrite left unused, blank-line runs left by
-removed statements, redundant parentheses, nested functions without their blank lines, and
-lines the tool wrote past the project's line length. `tidy(text, text)` returns `text`.
+touches only what the run changed: branches the rewrite settled (identical arms, `if x: pass`),
+imports the rewrite left unused, blank-line runs left by removed statements, redundant
+parentheses, nested functions without their blank lines, and lines the tool wrote past the
+project's line length. `tidy(text, text)` returns `text`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from migrate.fix.fixer import keep_endings, line_opcodes, relocate
+from migrate.fix.settled_branches import collapse_settled_branches
 
 if TYPE_CHECKING:
     from migrate.findings import Finding
@@ -56,6 +58,8 @@ def tidy(original: str, fixed: str, path: str) -> str:
     # each untouched line's own.
     text, before = _lf(fixed), _lf(original)
     try:
+        # First: a collapsed branch can leave an import unused (`if TYPE_CHECKING: pass`).
+        text = collapse_settled_branches(before, text)
         text = remove_unused_imports(before, text, Path(path).name == "__init__.py")
         written = _written_lines(before)
         text = _place_written_imports(text, written)
