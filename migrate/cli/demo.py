@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from migrate.gitsafe import inside_work_tree
+from migrate.verify.errors import install_command
 
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent
 
@@ -96,8 +97,7 @@ def _verify_available(app) -> str | None:
     missing = [m for m in ("torch", "executorch") if importlib.util.find_spec(m) is None]
     if missing:
         return (
-            f"{' and '.join(missing)} not installed "
-            "(pip install 'torchscript-migrate[verify]' to see this step)"
+            f"{' and '.join(missing)} not installed ({install_command('verify')} to see this step)"
         )
     return None
 
