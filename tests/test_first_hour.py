@@ -127,9 +127,8 @@ def test_exit_code_is_one_while_findings_remain(tmp_path, source, dry, code):
     assert run.code == code, run.stdout + run.stderr
 
 
-def test_readme_states_the_exit_code_rule():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Exit codes", 1)[1].split("\n## ", 1)[0]
+def test_the_docs_state_the_exit_code_rule():
+    section = (ROOT / "docs" / "exit-codes.md").read_text(encoding="utf-8")
     assert "1 while findings remain" in " ".join(section.split())
     row = next(line for line in section.splitlines() if line.startswith("| `apply --dry-run`"))
     assert "findings remain" in row

@@ -368,7 +368,7 @@ def apply(
             _report_gate(result.test_report, test_report)
     if result.errors or result.scan.read_nothing:
         raise typer.Exit(EXIT_ERROR)
-    # One rule for every command (README "Exit codes"): 1 while findings remain in the tree;
+    # One rule for every command (docs/exit-codes.md): 1 while findings remain in the tree;
     # a dry run writes nothing, so what it would fix remains too.
     if result.remaining or (dry_run and result.changed):
         raise typer.Exit(EXIT_FINDINGS)
@@ -559,10 +559,11 @@ def docs(
     ] = False,
     root: Annotated[
         Path | None,
-        typer.Option("--root", help="Checkout to write docs/rules.md and README.md in."),
+        typer.Option("--root", help="Checkout to write docs/rules.md (and README.md) in."),
     ] = None,
 ) -> None:
-    """Render docs/rules.md and the README rules table from rules/*.yaml."""
+    """Render docs/rules.md (and a README's rules table, between its markers) from
+    rules/*.yaml."""
     from migrate.cli.docs import default_root, generated_files, write_docs
 
     files = generated_files(root or default_root())

@@ -1,4 +1,4 @@
-"""The migration intent as every report shows it (README "Migration intent")."""
+"""The migration intent as every report shows it (docs/planner.md, Migration intent)."""
 
 from __future__ import annotations
 
