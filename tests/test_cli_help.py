@@ -91,7 +91,9 @@ def test_help_says_what_happens_without_intent_and_what_j_defaults_to(command):
 def test_the_jobs_help_names_the_engines_threshold():
     from migrate.scan.engine import PARALLEL_THRESHOLD
 
-    assert f"under {PARALLEL_THRESHOLD} files to parse, none" in _flat(help_text("scan"))
+    assert f"none (this process) for under {PARALLEL_THRESHOLD} files to parse" in _flat(
+        help_text("scan")
+    )
 
 
 def test_every_apply_option_the_docs_use_is_in_help():

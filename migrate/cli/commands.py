@@ -149,7 +149,8 @@ JobsOpt = Annotated[
         "--jobs",
         "-j",
         metavar="N",
-        help="Worker processes. Default (and 0): one per CPU; under 48 files to parse, none.",
+        help="Worker processes. Default (and 0): one per CPU; none (this process) for "
+        "under 48 files to parse.",
     ),
 ]
 ConfigOpt = Annotated[
