@@ -13,7 +13,8 @@ one. The order:
 - facts, then plan, then fix;
 - migrate/pipeline/: each command's orchestrator, calling the stages in order;
 - report (the migration plan's report runs the apply pipeline as a dry run);
-- migrate/cli/ (the command line) may import everything.
+- migrate/cli/ (the command line) may import everything, and so may migrate/codemod.py (the
+  same apply for LibCST's command line).
 
 migrate/verify/ stands apart: it imports only the shared vocabulary, the scan stage (it reads
 a model's source as the checks do: MIG131's branch analysis) and itself, and only the command
@@ -48,6 +49,7 @@ LAYERS = {
     "report": REPORT,
     "cli": CLI,
     "__main__": CLI,
+    "codemod": CLI,  # LibCST's command line reaches apply through it
     "verify": VERIFY,
 }
 NAMES = {SHARED: "shared", SCAN: "scan", FACTS: "facts", PLAN: "plan", FIX: "fix"}

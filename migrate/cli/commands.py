@@ -42,6 +42,18 @@ class _PlainArgument(TyperArgument):
         return name if self.required else f"[{name}]"
 
 
+# click's UsageError, whichever click typer runs on (recent typers carry their own copy).
+_UsageError = typer.BadParameter.__mro__[1]
+
+
+class _UsageLine(_UsageError):
+    """A command's usage error in one line, as every other error (click prints the usage and
+    a hint first, four lines in all)."""
+
+    def show(self, file=None) -> None:
+        typer.echo(f"error: {self.format_message()}", err=True)
+
+
 class _PlainHelpGroup(TyperGroup):
     """Help as `--select CODES`: a placeholder names what to type, a flag shows none (typer
     would print the Python type, `--exit-zero <bool>`, which reads as "takes a value")."""
@@ -56,6 +68,14 @@ class _PlainHelpGroup(TyperGroup):
                 elif param.metavar is None and not getattr(param, "is_flag", False):
                     # verify's options: the last word of the name (input_shape -> SHAPE).
                     param.metavar = (param.name or "value").split("_")[-1].upper()
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except _UsageError as exc:
+            if type(exc).__name__ == "NoArgsIsHelpError":  # prints the help, as asked
+                raise
+            raise _UsageLine(exc.format_message(), exc.ctx) from None
 
     def format_commands(self, ctx, formatter) -> None:
         """The command list with each command's whole first sentence (click cuts it at the
@@ -120,12 +140,19 @@ IntentOpt = Annotated[
     typer.Option(
         "--intent",
         metavar="INTENT",
-        help="drop (TorchScript goes entirely) | keep-scriptable (only what warns changes).",
+        help="drop (TorchScript goes entirely) | keep-scriptable (only what warns "
+        "changes). Default: [tool.migrate] intent, else none: each site is decided alone.",
     ),
 ]
 JobsOpt = Annotated[
     int | None,
-    typer.Option("--jobs", "-j", metavar="N", help="Worker processes (0: one per CPU)."),
+    typer.Option(
+        "--jobs",
+        "-j",
+        metavar="N",
+        help="Worker processes. Default (and 0): one per CPU; none (this process) for "
+        "under 48 files to parse.",
+    ),
 ]
 ConfigOpt = Annotated[
     str | None,
@@ -286,11 +313,18 @@ def apply(
     debug: DebugOpt = False,
     evidence: EvidenceOpt = None,
     # The migrate-fix hook's report (.pre-commit-hooks.yaml; migrate/cli/precommit.py).
-    pre_commit: Annotated[bool, typer.Option("--pre-commit", hidden=True)] = False,
+    pre_commit: Annotated[
+        bool,
+        typer.Option(
+            "--pre-commit",
+            help="Report as the migrate-fix pre-commit hook: only what is left (only how many "
+            "when the migrate-scan hook runs too).",
+        ),
+    ] = False,
 ) -> None:
     """Rewrite what can be rewritten; --dry-run shows the diff instead."""
     from migrate.pipeline.apply import copy_tree, out_targets, run_apply
-    from migrate.report.apply_text import render_apply
+    from migrate.report.apply_text import render_apply, unprotected_note
 
     with _errors(debug), _sigterm_as_interrupt():
         if test_report is not None:
@@ -334,11 +368,13 @@ def apply(
 
             hook = fix_hook_form()
         sys.stdout.write(render_apply(result, dry_run=dry_run, color=use_color(), hook=hook))
+        if result.unprotected and out is None:
+            typer.echo(unprotected_note(result.unprotected, len(result.written)), err=True)
         if result.test_report is not None:
             _report_gate(result.test_report, test_report)
     if result.errors or result.scan.read_nothing:
         raise typer.Exit(EXIT_ERROR)
-    # One rule for every command (README "Exit codes"): 1 while findings remain in the tree;
+    # One rule for every command (docs/exit-codes.md): 1 while findings remain in the tree;
     # a dry run writes nothing, so what it would fix remains too.
     if result.remaining or (dry_run and result.changed):
         raise typer.Exit(EXIT_FINDINGS)
@@ -527,10 +563,11 @@ def docs(
     ] = False,
     root: Annotated[
         Path | None,
-        typer.Option("--root", help="Checkout to write docs/rules.md and README.md in."),
+        typer.Option("--root", help="Checkout to write docs/rules.md (and README.md) in."),
     ] = None,
 ) -> None:
-    """Render docs/rules.md and the README rules table from rules/*.yaml."""
+    """Render docs/rules.md (and a README's rules table, between its markers) from
+    rules/*.yaml."""
     from migrate.cli.docs import default_root, generated_files, write_docs
 
     files = generated_files(root or default_root())

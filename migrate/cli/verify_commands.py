@@ -119,6 +119,19 @@ def _settings(
     return settings, (str(config.path) if config.path else None), used
 
 
+def _check_options(debug: bool, **values) -> None:
+    """Every option torch is not needed to judge, before torch is imported (a usage error
+    costs a fraction of a second): one line naming the option and the cause, exit 2."""
+    from migrate.verify.options import check_options
+
+    try:
+        check_options(**values)
+    except VerifyError as exc:
+        if debug:
+            raise
+        raise _fail(exc) from None
+
+
 def _warn_trust(trust: bool, target: str) -> None:
     if trust:
         typer.echo(
@@ -176,19 +189,13 @@ _FORMS = (
 )
 
 
-def _looks_callable(spec: str) -> bool:
-    """`package.module:callable` as migrate.verify.load reads it (that module imports torch)."""
-    mod, sep, attr = spec.rpartition(":")
-    return bool(sep and mod and attr) and all(
-        p.isidentifier() for p in (*mod.split("."), *attr.split("."))
-    )
-
-
 def _target_problem(
     target: str | None, manifest: Path | None, callables: bool
 ) -> VerifyError | None:
     """What is wrong with the named archive, callable or manifest, found without torch."""
     import zipfile
+
+    from migrate.verify.options import is_callable_spec
 
     if manifest is not None and not manifest.is_file():
         why = "is a directory" if manifest.is_dir() else "no such file"
@@ -196,7 +203,7 @@ def _target_problem(
     if target is None or os.path.isdir(target):
         return None
     if not os.path.exists(target):
-        if callables and _looks_callable(target):
+        if callables and is_callable_spec(target):
             # The top-level package can be found (finding it runs none of its code).
             top = target.rpartition(":")[0].split(".")[0]
             if os.getcwd() not in sys.path:  # as import_callable does
@@ -426,6 +433,11 @@ def verify(
         raise _fail(VerifyError("usage", f"--threads must be at least 1, not {threads}"))
     if bench_runs < 1:
         raise _fail(VerifyError("usage", f"--bench-runs must be at least 1, not {bench_runs}"))
+    _check_options(
+        debug, inputs=inputs, input_shapes=input_shape or (), dynamic_dims=dynamic_dim or (),
+        device=device, method=method, backend=backend, original=original,
+        candidates=candidate or (), max_input_bytes=max_input_bytes, out=out,
+    )  # fmt: skip
     ray = ray or ray_address is not None
     is_batch = _batch_usage(target, manifest, jobs, timeout, rerun, ray, results)
     _require_extra()  # finds the packages without importing them
@@ -576,6 +588,10 @@ def convert(
         raise _fail(VerifyError("usage", f"-o {out}: exists and is not a directory"))
     if fmt not in ("text", "json"):
         raise _fail(VerifyError("usage", f"--format must be text or json, not {fmt!r}"))
+    _check_options(
+        debug, inputs=inputs, input_shapes=input_shape or (), dynamic_dims=dynamic_dim or (),
+        method=method, backend=backend, max_input_bytes=max_input_bytes,
+    )  # fmt: skip
     ray = ray or ray_address is not None
     is_batch = _batch_usage(model, manifest, jobs, timeout, rerun, ray, results)
     _require_extra()  # finds the packages without importing them

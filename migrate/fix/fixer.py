@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import bisect
 import codecs
+import dataclasses
 import difflib
 import io
 import os
@@ -117,6 +118,38 @@ def line_opcodes(old: list[str], new: list[str]) -> list[tuple[str, int, int, in
     if tail:
         ops.append(("equal", len(old) - tail, len(old), len(new) - tail, len(new)))
     return ops
+
+
+def relocate(findings: list[Finding], before: str, after: str) -> list[Finding]:
+    """`findings` located in the text `before`, moved to where the same lines are in `after`
+    (a report must name the file as it is on disk: the original after a dry run, the
+    tidied text after a write). A line that changed maps to the start of what replaced it."""
+    if before == after or not findings:
+        return findings
+    old = [_body(line) for line in source_lines(before)]
+    new = [_body(line) for line in source_lines(after)]
+    blocks = line_opcodes(old, new)
+    starts = [i1 for _, i1, _, _, _ in blocks]
+
+    def moved(line: int) -> int:
+        index = line - 1  # 0-based line of `before`
+        k = bisect.bisect_right(starts, index) - 1
+        if k < 0:
+            return line
+        tag, i1, _, j1, j2 = blocks[k]
+        if tag == "equal":
+            return j1 + index - i1 + 1
+        return j1 + min(index - i1, max(j2 - j1 - 1, 0)) + 1
+
+    out = []
+    for f in findings:
+        line, end = moved(f.line), moved(f.end_line)
+        out.append(
+            f
+            if (line, end) == (f.line, f.end_line)
+            else dataclasses.replace(f, line=line, end_line=max(end, line))
+        )
+    return out
 
 
 def _body(line: str) -> str:

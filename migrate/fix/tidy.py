@@ -1,9 +1,10 @@
 """Make rewritten Python look hand-written: the file gains no lint or format errors.
 
 Runs once per file after all fix rounds, comparing the original text with the fixed one, and
-touches only what the run changed: imports the rewrite left unused, blank-line runs left by
-removed statements, redundant parentheses, nested functions without their blank lines, and
-lines the tool wrote past the project's line length. `tidy(text, text)` returns `text`.
+touches only what the run changed: branches the rewrite settled (identical arms, `if x: pass`),
+imports the rewrite left unused, blank-line runs left by removed statements, redundant
+parentheses, nested functions without their blank lines, and lines the tool wrote past the
+project's line length. `tidy(text, text)` returns `text`.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from migrate.config import ConfigError
-from migrate.fix.fixer import keep_endings, line_opcodes
+from migrate.fix.fixer import keep_endings, line_opcodes, relocate
+from migrate.fix.settled_branches import collapse_settled_branches
 
 if TYPE_CHECKING:
     from migrate.findings import Finding
@@ -38,8 +40,11 @@ def fix_source(
 
     result = fix_rounds(path, text, analyze, newline, **options)
     if result.error is None and result.fixed != text and path.endswith((".py", ".pyi")):
+        rounds = result.fixed
         # tidy reads every ending as \n; each untouched line gets its own back.
-        result.fixed = keep_endings(text, tidy(text, result.fixed, path))
+        result.fixed = keep_endings(text, tidy(text, rounds, path))
+        # What is left was found in the last round's text; tidying moved its lines.
+        result.remaining = relocate(result.remaining, rounds, result.fixed)
     return result
 
 
@@ -55,6 +60,8 @@ def tidy(original: str, fixed: str, path: str) -> str:
     # each untouched line's own.
     text, before = _lf(fixed), _lf(original)
     try:
+        # First: a collapsed branch can leave an import unused (`if TYPE_CHECKING: pass`).
+        text = collapse_settled_branches(before, text)
         text = remove_unused_imports(before, text, Path(path).name == "__init__.py")
         written = _written_lines(before)
         text = _place_written_imports(text, written)

@@ -25,6 +25,7 @@ from migrate.fix.fixer import (
     dirty_files,
     encode,
     fix_units,
+    relocate,
     stale_temp_files,
     take_units,
 )
@@ -52,6 +53,8 @@ class ApplyResult:
     links_to_scanned: set[str] = field(default_factory=set)
     # --test: what the project's tests kept and reverted (migrate.fix.testgate.GateReport).
     test_report: Any = None
+    # Folders written in that no git work tree holds: nothing keeps the files' old text.
+    unprotected: list[str] = field(default_factory=list)
 
     @property
     def changed(self) -> list[FileFix]:
@@ -236,6 +239,7 @@ def _run_apply(
         todo = [p for p in todo if p not in dirty_names]
     if test_gate is not None:
         _apply_gated(result, scanner, trees, todo, units, by_path, test_gate, dry_run, replan)
+        result.unprotected = unprotected_folders(trees.root(d) for d in result.written)
         return result
     riders = _riders_with_edits(units)
     for display in todo:
@@ -256,6 +260,9 @@ def _run_apply(
             replan=_keep_held(by_path[display], held_reasons),
         )
         fix.source_digest = digest(raw)
+        if dry_run:
+            # Nothing is written: what is left is shown where it is in the file on disk.
+            fix.remaining = relocate(fix.remaining, fix.fixed, fix.original)
         result.fixes.append(fix)
         if fix.error:
             result.errors.append(FileError(display, fix.error))
@@ -263,7 +270,16 @@ def _run_apply(
         if fix.changed and not dry_run:
             _write(result, trees, display, path, decoded, fix)
     _count_riders(result, units)
+    result.unprotected = unprotected_folders(trees.root(d) for d in result.written)
     return result
+
+
+def unprotected_folders(folders: Iterable[str]) -> list[str]:
+    """Those of `folders` outside every git work tree (a work tree owned by another user,
+    which git will not read for us, counts as one; no git at all does not)."""
+    from migrate.gitsafe import inside_work_tree
+
+    return [f for f in sorted(set(folders)) if inside_work_tree(f) is False]
 
 
 def _riders_with_edits(units: list) -> dict:
@@ -432,6 +448,8 @@ def _apply_gated(
         fixed = apply_units(display, decoded.text, mine, decoded.newline)
         done = {id(f) for f in applied}
         remaining = [f for f in by_path[display] if id(f) not in done]
+        if not dry_run:  # the planned findings' positions are the original text's
+            remaining = relocate(remaining, decoded.text, fixed)
         fix = FileFix(display, decoded.text, fixed, applied, remaining)
         fix.source_digest = read_digests[display]
         result.fixes.append(fix)

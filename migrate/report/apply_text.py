@@ -121,3 +121,15 @@ def _print_remaining(out: Console, found: list, held: dict) -> None:
         out.print(f"  {printable(f.path)}:{f.line}:{f.column} {f.rule} [{kind}] {head}")
         if i in causes:
             out.print(Text(f"    {cause_line(causes[i], where)}", style="dim"))
+
+
+def unprotected_note(folders: list[str], written: int) -> str:
+    """One line after apply wrote in folders no git work tree holds (it writes there as ruff
+    and black do; the line says how to review first next time)."""
+    where = ", ".join(folders)
+    files = f"{written} file{'s' * (written != 1)}"
+    return (
+        f"note: {where} {'is' if len(folders) == 1 else 'are'} not in a git work tree, so no "
+        f"version control protects the {files} just rewritten; run `migrate apply --dry-run` "
+        "first to see the diff (or --out DIR to write a copy)"
+    )

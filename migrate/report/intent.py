@@ -1,5 +1,5 @@
-"""The migration intent, and the evidence read, as every report shows them (README
-"Migration intent")."""
+"""The migration intent, and the evidence read, as every report shows them (docs/planner.md,
+Migration intent)."""
 
 from __future__ import annotations
 

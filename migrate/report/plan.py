@@ -24,7 +24,7 @@ from migrate.report.registry import Registry
 from migrate.report.registry import render_html as registry_html
 from migrate.report.registry import render_markdown as registry_markdown
 
-# The effort estimate, in minutes per item (documented in README "Migration report").
+# The effort estimate, in minutes per item (documented in docs/report.md).
 # auto: read the diff and rerun the tests; auto, not applied: apply's edits overlapped
 # another fix, so a person makes the same edit by hand; assisted: the tool names the target
 # but a person supplies inputs or picks a branch; manual: follow the rule's recipe.

@@ -29,6 +29,7 @@ from typing import Any
 
 from migrate.safe_write import UnsafeOutput, check_output, make_folder, open_append, write_atomic
 from migrate.verify.errors import VerifyError, describe
+from migrate.verify.options import check_options
 
 VERDICTS = ("pass", "mismatch", "error", "timeout", "refused")
 EXIT_CODES = {"pass": 0, "mismatch": 1, "error": 2, "timeout": 2, "refused": 2}
@@ -199,6 +200,17 @@ def _entry(raw: dict[str, Any], base: Path, where: str) -> dict[str, Any]:
             )
         else:
             entry["trust"] = False
+    try:  # as the command line's, before any worker imports torch
+        for device in entry.get("devices") or [entry.get("device")]:
+            check_options(
+                input_shapes=entry.get("input_shapes", ()),
+                dynamic_dims=entry.get("dynamic_dims", ()),
+                device=device,
+                method=entry.get("method"),
+                backend=entry.get("backend"),
+            )
+    except VerifyError as exc:
+        raise VerifyError("usage", f"{where}: {exc.message}") from None
     return entry
 
 

@@ -18,8 +18,7 @@ import torch
 
 from migrate.safe_write import UnsafeOutput, replacing
 from migrate.verify.errors import VerifyError, describe, quiet
-
-BACKENDS = ("xnnpack", "portable")
+from migrate.verify.options import BACKENDS
 
 
 @dataclass
