@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+
 from migrate.checks._drop_route import fallback, report_under_drop
 from migrate.checks._export_rewrite import (
     HOLDS_MODULE,
@@ -31,7 +33,12 @@ class JitTraceToExport(PythonCheck):
             )
             return
         fix = capture_fix(ctx, ref.call)
-        traced = (bind_args(ref.call, self.params) or {}).get(self.params[0])
+        first = ref.call.args[0] if ref.call.args else None
+        traced = (
+            first
+            if first is not None and not isinstance(first, ast.Starred)
+            else (bind_args(ref.call, self.params) or {}).get(self.params[0])
+        )
         if not fix.auto and ctx.intent == "drop" and traced is not None:
             report_under_drop(
                 self.rule,
