@@ -494,9 +494,14 @@ def test_html_plan_colours_rules_by_their_findings_and_names_the_folder(tmp_path
     repo = tmp_path / "my-repo"
     repo.mkdir()
     # MIG102 is `auto` by default; both calls here are assisted (the save blocks the rewrite).
-    shutil.copy(
-        Path(__file__).parent.parent / "fixtures/rules/MIG102/trace_lite_save_options.before.py",
-        repo / "m.py",
+    (repo / "m.py").write_text(
+        "import torch\n\n\ndef save_mobile(model, x, options):\n"
+        "    traced = torch.jit.trace(model, (x,))\n"
+        '    traced._save_for_lite_interpreter("model.ptl", **options)\n\n\n'
+        "def save_buffer(model, x):\n"
+        "    traced = torch.jit.trace(model, (x,))\n"
+        "    return traced._save_to_buffer_for_lite_interpreter(True)\n",
+        encoding="utf-8",
     )
     (repo / "requirements.txt").write_text(
         "--extra-index-url https://download.pytorch.org/whl/cu128\n"

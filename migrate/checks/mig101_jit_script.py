@@ -205,6 +205,10 @@ class JitScriptToExport(PythonCheck):
             )
             return
         if kind == "unknown" and ctx.intent == "drop":
+            # A test comparing it with what it scripted keeps testing a compiler:
+            # torch.compile takes a function and a module alike.
+            if self.report_self_comparison(ctx, call, ref, arg, kind):
+                return
             report_under_drop(
                 self.rule,
                 ctx,
@@ -255,15 +259,19 @@ class JitScriptToExport(PythonCheck):
             return False
         compile_text, imports = ctx.spell("torch.compile", ref.scope or ctx.table.module_scope)
         name = _short(ctx.source(arg))
-        if self.options.get("intent") == "drop" and kind == "function" and _one_argument(call):
+        if (
+            self.options.get("intent") == "drop"
+            and kind in ("function", "unknown")
+            and _one_argument(call)
+        ):
             # The repository drops TorchScript: the test keeps testing a compiler, dynamo.
             ctx.report(
                 self.rule,
                 call,
-                f"`torch.jit.script` on a function that the comparison on line {line} checks "
-                f"against `{name}` itself: now compared with `{compile_text}({name}, "
-                f"{_COMPILE_CHECK})`, so the test still fails if dynamo cannot capture "
-                "the whole function in one graph (fullgraph) or the captured graph, run "
+                f"`torch.jit.script` on {'a function' if kind == 'function' else f'`{name}`'} "
+                f"that the comparison on line {line} checks against `{name}` itself: now "
+                f"compared with `{compile_text}({name}, {_COMPILE_CHECK})`, so the test still "
+                "fails if dynamo cannot capture it whole in one graph (fullgraph) or the captured graph, run "
                 "through AOTAutograd, gives other numbers (no C++ compiler needed)",
                 symbol=ref.qualname,
                 edits=[
