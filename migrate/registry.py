@@ -52,6 +52,11 @@ class Rule:
     example_after: str = ""
     symbols: tuple[str, ...] = ()
     replacement: str = ""
+    # What the fix planner needs to know of the rule (see ROLES), the torch release whose
+    # import or call of its symbols warns, and whether its findings differ with the intent.
+    roles: tuple[str, ...] = ()
+    warns_in: str | None = None
+    intent_sensitive: bool = False
     extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     @property
@@ -68,6 +73,26 @@ class Rule:
 
 
 _REQUIRED = ("code", "name", "title", "fix", "target")
+
+# The roles a rule's data may declare (`roles:` in rules/MIGnnn.yaml), which the planner and
+# the test gate ask for instead of naming codes.
+ROLES = {
+    "capture": "a torch.jit.script/trace call whose fix captures with torch.export",
+    "script": "a capture that scripts (torch.jit.script)",
+    "trace": "a capture that traces (torch.jit.trace, trace_module)",
+    "producer": "writes a TorchScript archive (a file other code may load)",
+    "consumer": "loads a TorchScript archive",
+    "lite-save": "writes a lite-interpreter archive",
+    "mobile": "optimize_for_mobile",
+    "typing": "tells the scripting compiler how to type or skip code (gone once nothing scripts it)",
+    "guard": "is_scripting()/is_tracing(): a question TorchScript answers",
+    "interface": "@torch.jit.interface",
+    "tracer-filter": "a warnings filter for TracerWarning",
+    "executor-switch": "a TorchScript executor or fuser setting",
+    "wrapper-call": "a call of the repository's own TorchScript wrapper",
+    "data-branch": "a branch on tensor data in a captured forward",
+    "cross-file": "its fix's safety depends on other files (the planner needs repository facts)",
+}
 
 
 def rule_files() -> dict[str, dict]:
@@ -131,7 +156,14 @@ def _load_rule(path: Path, data: dict) -> Rule:
         "symbols",
         "replacement",
         "applicability",
+        "roles",
+        "warns_in",
+        "intent_sensitive",
     }
+    roles = tuple(data.get("roles") or ())
+    unknown = [r for r in roles if r not in ROLES]
+    if unknown:
+        raise ValueError(f"{path}: unknown roles {', '.join(unknown)} (see registry.ROLES)")
     return Rule(
         code=data["code"],
         name=data["name"],
@@ -148,6 +180,9 @@ def _load_rule(path: Path, data: dict) -> Rule:
         example_after=(example.get("after") or "").rstrip("\n"),
         symbols=tuple(data.get("symbols") or ()),
         replacement=(data.get("replacement") or "").strip(),
+        roles=roles,
+        warns_in=str(data["warns_in"]) if data.get("warns_in") else None,
+        intent_sensitive=bool(data.get("intent_sensitive")),
         extra={k: v for k, v in data.items() if k not in known},
     )
 
@@ -159,6 +194,25 @@ def all_rules() -> dict[str, Rule]:
         rule = _load_rule(Path(path), data)
         rules[rule.code] = rule
     return rules
+
+
+@functools.cache
+def codes_with(role: str) -> tuple[str, ...]:
+    """The codes whose rule data declare `role`, in code order."""
+    if role not in ROLES:
+        raise KeyError(f"unknown rule role {role!r}")
+    return tuple(sorted(code for code, rule in all_rules().items() if role in rule.roles))
+
+
+@functools.cache
+def warning_codes() -> frozenset[str]:
+    """Codes whose symbols warn when imported or called in the pinned torch."""
+    return frozenset(code for code, rule in all_rules().items() if rule.warns_in)
+
+
+@functools.cache
+def intent_sensitive_codes() -> tuple[str, ...]:
+    return tuple(sorted(code for code, rule in all_rules().items() if rule.intent_sensitive))
 
 
 def select_codes(select: list[str] | None, ignore: list[str] | None) -> list[str]:

@@ -24,35 +24,27 @@ from dataclasses import dataclass, field
 
 from migrate.findings import Applicability, Edit, Finding, Fix, FixKind, ImportSpec
 from migrate.plan.units import fix_units
+from migrate.registry import all_rules, codes_with, intent_sensitive_codes, warning_codes
 
 FindingKey = tuple[str, str]  # (path, RULE@line:column)
 
-# Rules whose fix makes a traced capture go away (MIG118 asks whether any stays).
-TRACE_RULES = ("MIG102", "MIG103")
-CAPTURE_RULES = ("MIG101", "MIG102", "MIG103")
-PRODUCER_RULES = ("MIG201", "MIG204", "MIG140")
-CONSUMER_RULES = ("MIG202", "MIG205")
+# What the planning rules ask about, by the role each rule's data declares (rules/*.yaml,
+# registry.ROLES): a new rule joins by saying its role there, not by being listed here.
+TRACE_RULES = codes_with("trace")  # a trace that goes: MIG118 asks whether any stays
+CAPTURE_RULES = codes_with("capture")
+SCRIPT_RULES = codes_with("script")
+PRODUCER_RULES = codes_with("producer")
+CONSUMER_RULES = codes_with("consumer")
 # Fixes that remove what the scripting compiler reads (decorators, type hints): right only
 # once nothing scripts that code.
-TYPING_RULES = (
-    "MIG104", "MIG105", "MIG106", "MIG108", "MIG109", "MIG111", "MIG112", "MIG113", "MIG114",
-)  # fmt: skip
-
-
-# Rules whose constructs warn at import or call time in torch 2.13 (`python
-# benchmarks/jit_warnings.py` runs each API): the only ones `keep-scriptable` changes. With
-# them go what must move together: a TracerWarning filter (MIG118) with its traces, a lite
-# loader (MIG205, silent itself) with the `_save_for_lite_interpreter` that writes its file,
-# optimize_for_mobile (MIG203) with its capture and lite save. Silent, and kept: ignore/
-# unused, jit.export, is_scripting/is_tracing, annotate, Final, Attribute, _overload(_method),
-# script_if_tracing, isinstance, CompilationUnit, ScriptModule.save.
-WARNING_RULES = frozenset(
-    {
-        "MIG101", "MIG102", "MIG103", "MIG106", "MIG115", "MIG116", "MIG117", "MIG118",
-        "MIG140", "MIG141", "MIG142", "MIG143", "MIG201", "MIG202", "MIG203", "MIG204",
-        "MIG205",
-    }
-)  # fmt: skip
+TYPING_RULES = codes_with("typing")
+WRAPPER_CALLS = codes_with("wrapper-call")
+# The rules whose constructs warn at import or call time in torch 2.13 (`python
+# benchmarks/jit_warnings.py` runs each API; `warns_in` in their data): the only ones
+# `keep-scriptable` changes. With them go what must move together: a TracerWarning filter
+# with its traces, a lite loader (silent itself) with the `_save_for_lite_interpreter` that
+# writes its file, optimize_for_mobile with its capture and lite save.
+WARNING_RULES = warning_codes()
 INTENTS = ("drop", "keep-scriptable")
 # What scripts or traces code while it stays (the questions `is_scripting()`/`is_tracing()`
 # keep answering): findings at these symbols that this run does not rewrite.
@@ -69,7 +61,7 @@ _TRACING_SYMBOLS = frozenset({"torch.jit.trace", "torch.jit.trace_module"})
 
 def needs_facts(findings: Iterable[Finding]) -> bool:
     """Whether any fix here depends on other files (else the planner needs no facts)."""
-    cross_file = {*CAPTURE_RULES, *PRODUCER_RULES, *CONSUMER_RULES, *TYPING_RULES, "MIG117"}
+    cross_file = codes_with("cross-file")
     # A MIG110 fold is the planner's to decide only under an intent (it says so).
     return any(
         f.autofix is not None and (f.rule in cross_file or f.get("planned")) for f in findings
@@ -282,7 +274,7 @@ def join_wrapper_calls(
     calls = [
         f
         for f in findings
-        if f.rule == "MIG121" and f.get("role") not in (None, "wrapper") and f.get("body")
+        if f.rule in WRAPPER_CALLS and f.get("role") not in (None, "wrapper") and f.get("body")
     ]
     if not calls:
         return findings
@@ -358,7 +350,7 @@ def _wrappers_fixed_with_their_bodies(
     wrappers = [
         f
         for f in findings
-        if f.rule == "MIG121"
+        if f.rule in WRAPPER_CALLS
         and f.get("role") == "wrapper"
         and f.get("body")
         and f.autofix is None
@@ -412,7 +404,7 @@ def _wrapper_body(by_file: dict[str, list[Finding]], call: Finding, depth: int =
     for b in by_file.get(path, ()):
         if not int(start) <= b.line <= int(end) or b.rule[:4] not in _TORCHSCRIPT:
             continue
-        if b.rule != "MIG121" or b.get("role") == "wrapper":
+        if b.rule not in WRAPPER_CALLS or b.get("role") == "wrapper":
             body.append(b)
         elif b.get("body") and depth < 4 and b.get("body") != call.get("body"):
             inner = _wrapper_body(by_file, b, depth + 1)
@@ -442,7 +434,11 @@ def wrappers_wait_for_examples(ctx: Context) -> dict[FindingKey, str]:
     for f in ctx.findings:
         by_file.setdefault(f.path, []).append(f)
     for call in ctx.findings:
-        if call.rule != "MIG121" or not call.get("example_param") or call.autofix is not None:
+        if (
+            call.rule not in WRAPPER_CALLS
+            or not call.get("example_param")
+            or call.autofix is not None
+        ):
             continue
         # The wrapper's export group waits; a fix of its own (an annotation) does not.
         body = [
@@ -479,10 +475,7 @@ def _unjoined(f: Finding) -> Finding:
 # Checks whose findings differ with the intent (the planner decides the rest); the capture
 # rewrites' (MIG101-MIG103, MIG201-MIG204) with it: under `drop` a capture bound on two paths
 # (`try: trace ... except: script`) is one binding (migrate.checks._alt_captures).
-INTENT_CHECKS = (
-    "MIG101", "MIG102", "MIG103", "MIG108", "MIG110", "MIG112", "MIG117", "MIG121", "MIG201",
-    "MIG202", "MIG203", "MIG204",
-)  # fmt: skip
+INTENT_CHECKS = intent_sensitive_codes()
 
 
 def intent_unlocks(scanner, findings: list[Finding]) -> dict[str, int]:
@@ -521,7 +514,7 @@ def tracer_filters_stay_while_traces_do(ctx: Context) -> dict[FindingKey, str]:
     """MIG118: a TracerWarning filter is dead only when no trace stays in its file: neither
     a `torch.jit.trace` nor a call of the repository's own wrapper that traces."""
     holds: dict[FindingKey, str] = {}
-    filters = [f for f in ctx.findings if f.rule == "MIG118" and f.autofix is not None]
+    filters = _with_fix(ctx, codes_with("tracer-filter"))
     for flt in filters:
         if not all(code in ctx.selected for code in TRACE_RULES):
             holds[finding_key(flt)] = (
@@ -571,8 +564,8 @@ def _site_where(site) -> str:
 
 # A call of the repository's own wrapper (MIG121) writes or reads as its wrapper does: it
 # moves exactly when it is joined to its wrapper's rewrite (join_wrapper_calls).
-_WRITERS = (*PRODUCER_RULES, "MIG121")
-_READERS = (*CONSUMER_RULES, "MIG121")
+_WRITERS = (*PRODUCER_RULES, *WRAPPER_CALLS)
+_READERS = (*CONSUMER_RULES, *WRAPPER_CALLS)
 
 
 def _stays(ctx: Context, findings: list[Finding]) -> bool:
@@ -712,7 +705,7 @@ def lite_saves_move_with_their_captures(ctx: Context) -> dict[FindingKey, str]:
     holds: dict[FindingKey, str] = {}
     for save in ctx.findings:
         captures = save.get("recorded_programs")
-        if not captures or save.rule != "MIG204":
+        if not captures or save.rule not in codes_with("lite-save"):
             continue
         if finding_key(save) not in ctx.written:
             why = f"in the recorded run its result was saved by the lite save at {_where_f(save)}"
@@ -836,7 +829,7 @@ def captures_wait_for_their_forward(ctx: Context) -> dict[FindingKey, str]:
         methods = [m for m in captured.methods if not _guarded_away(ctx, m.guard)]
         spans = [m.span for m in methods] or ([captured.forward] if captured.forward else [])
         for branch in ctx.findings:
-            if branch.rule != "MIG131" or finding_key(branch) in ctx.written:
+            if branch.rule not in codes_with("data-branch") or finding_key(branch) in ctx.written:
                 continue
             if any(_covers(span, branch) for span in spans):
                 holds[finding_key(f)] = (
@@ -859,7 +852,7 @@ def _guarded_away(ctx: Context, guard: tuple[str, int, int] | None) -> bool:
         finding_key(g) in ctx.written
         and g.autofix is not None
         and any(e.text.endswith("is_compiling") for e in g.autofix.edits)  # not folded to False
-        for g in _at(ctx, ("MIG110",), *guard)
+        for g in _at(ctx, codes_with("guard"), *guard)
     )
 
 
@@ -877,16 +870,14 @@ def branches_wait_for_scripts(ctx: Context) -> dict[FindingKey, str]:
     compiles, or a staying trace still runs, would break it: TorchScript has no nested
     functions, and the tracer cannot trace `torch.cond`."""
     facts = ctx.facts
-    branches = _with_fix(ctx, ("MIG131",))
+    branches = _with_fix(ctx, codes_with("data-branch"))
     if facts is None or not branches:
         return {}
     holds: dict[FindingKey, str] = {}
     for capture in facts.captures:  # type: ignore[attr-defined]
         start = capture.call.start
-        rule = {"torch.jit.script": "MIG101", "torch.jit.trace": "MIG102"}.get(capture.api)
-        if capture.api == "torch.jit.trace_module":
-            rule = "MIG103"
-        if rule is None or not _stays(ctx, _at(ctx, (rule,), *start)):
+        rules = _capture_rules_of(capture.api)
+        if not rules or not _stays(ctx, _at(ctx, rules, *start)):
             continue
         captured = facts.class_of_capture(*start)  # type: ignore[attr-defined]
         if captured is None:
@@ -901,7 +892,7 @@ def branches_wait_for_scripts(ctx: Context) -> dict[FindingKey, str]:
                 holds.setdefault(
                     finding_key(branch),
                     f"`{captured.class_name}` is still "
-                    f"{'scripted' if rule == 'MIG101' else 'traced'} at {_where(capture.call)}, "
+                    f"{'scripted' if rules == SCRIPT_RULES else 'traced'} at {_where(capture.call)}, "
                     "and TorchScript cannot take the branch functions of `torch.cond`",
                 )
     return holds
@@ -923,7 +914,7 @@ def typing_stays_while_scripted(ctx: Context) -> dict[FindingKey, str]:
     typed = _with_fix(ctx, TYPING_RULES)
     if ctx.intent == "drop":
         typed += _asking(ctx, "is_scripting")
-    return _held_while_captured(ctx, typed, ("torch.jit.script",), ("MIG101",), "scripted")
+    return _held_while_captured(ctx, typed, ("torch.jit.script",), SCRIPT_RULES, "scripted")
 
 
 def questions_fold_once_nothing_stays(ctx: Context) -> dict[FindingKey, str]:
@@ -937,7 +928,7 @@ def questions_fold_once_nothing_stays(ctx: Context) -> dict[FindingKey, str]:
         ctx, _asking(ctx, "is_tracing"), tuple(sorted(_TRACING_SYMBOLS)), TRACE_RULES, "traced"
     )
     for name, symbols, rules, does in (
-        ("is_scripting", _SCRIPTING_SYMBOLS, ("MIG101",), "scripts"),
+        ("is_scripting", _SCRIPTING_SYMBOLS, SCRIPT_RULES, "scripts"),
         ("is_tracing", _TRACING_SYMBOLS, TRACE_RULES, "traces"),
     ):
         asking = [f for f in _asking(ctx, name) if finding_key(f) not in holds]
@@ -968,7 +959,7 @@ def questions_fold_once_nothing_stays(ctx: Context) -> dict[FindingKey, str]:
 def executor_switches_go_with_the_last_script(ctx: Context) -> dict[FindingKey, str]:
     """Under `drop`, a TorchScript executor switch (MIG119, `torch._C._jit_set_*`) goes only
     when nothing in the repository scripts or traces code any more: it is process-wide."""
-    switches = _with_fix(ctx, ("MIG119",))
+    switches = _with_fix(ctx, codes_with("executor-switch"))
     if ctx.intent != "drop" or not switches:
         return {}
     symbols = _SCRIPTING_SYMBOLS | _TRACING_SYMBOLS
@@ -1000,13 +991,17 @@ def executor_switches_go_with_the_last_script(ctx: Context) -> dict[FindingKey, 
 def _compiles(f: Finding, symbols: frozenset[str]) -> bool:
     """A finding at something that scripts or traces code: a `ScriptModule` named in an
     isinstance check or an annotation compiles nothing (only a base class does)."""
-    if f.symbol not in symbols:
-        return False
-    return f.rule != "MIG109" or f.get("role") in (None, "base")
+    return f.symbol in symbols and f.get("role") in (None, "base")
+
+
+def _capture_rules_of(api: str) -> tuple[str, ...]:
+    """The capture rule(s) whose symbols include `api` (`torch.jit.trace` -> its rule)."""
+    rules = all_rules()
+    return tuple(code for code in CAPTURE_RULES if rules[code].matches_symbol(api))
 
 
 def _asking(ctx: Context, name: str) -> list[Finding]:
-    return [f for f in _with_fix(ctx, ("MIG110",)) if f.symbol.rsplit(".", 1)[-1] == name]
+    return [f for f in _with_fix(ctx, codes_with("guard")) if f.symbol.rsplit(".", 1)[-1] == name]
 
 
 def _held_while_captured(
@@ -1064,7 +1059,7 @@ def interfaces_go_with_every_use(ctx: Context) -> dict[FindingKey, str]:
     """Under `drop` an `@torch.jit.interface` class goes with the annotations of its own
     file; a module elsewhere that names it would fail to import: the class stays."""
     holds: dict[FindingKey, str] = {}
-    found = [f for f in _with_fix(ctx, ("MIG117",)) if f.get("interface")]
+    found = [f for f in _with_fix(ctx, codes_with("interface")) if f.get("interface")]
     if not found:
         return holds
     repo = getattr(ctx.facts, "repo", None)
