@@ -554,6 +554,9 @@ def _convert(job: Job) -> dict[str, Any]:
         rtol=s.get("rtol"),
         atol=s.get("atol"),
         root=Path(job.root) if job.root else None,
+        aoti=bool(s.get("aoti")),
+        device=s.get("aoti_device") or "cpu",
+        dynamic_batch=s.get("dynamic_batch"),
     )
     recovery = [r.to_json() for r in res.recoveries.values()]
     artifacts = {f"pt2:{m}" if m != "forward" else "pt2": str(p) for m, p in res.pt2.items()}
@@ -595,6 +598,8 @@ def _verify(job: Job) -> dict[str, Any]:
         out_root=Path(job.root) if job.root else None,
         trust_archive=bool(s.get("trust")),
         max_input_bytes=s.get("max_input_bytes"),
+        aoti=bool(s.get("aoti")),
+        dynamic_batch=s.get("dynamic_batch"),
         method=s.get("method"),
     )
     report = run_verify(cfg)
