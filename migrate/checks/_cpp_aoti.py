@@ -153,7 +153,8 @@ class _File:
         for scope in [*used, *aliases.values()]:
             if scope[:2] == ("torch", "jit"):
                 raise self.refuse(
-                    "a `using` or alias of torch::jit names the runtime unqualified", 0
+                    "a `using` or alias of torch::jit names the runtime unqualified",
+                    self.declaration_of_jit(),
                 )
         includes = [k for k, u in enumerate(self.uses) if u.what == "include"]
         names = [k for k, u in enumerate(self.uses) if u.what == "name"]
@@ -166,6 +167,17 @@ class _File:
             if k not in self.out.edits:  # pragma: no cover - every shape adds its edit
                 raise self.refuse(f"`{u.symbol}` has no known rewrite", u.start)
         return self.out
+
+    def declaration_of_jit(self) -> int:
+        """Where the first `using namespace torch::jit;` (or alias, using-declaration) is."""
+        for k, t in enumerate(self.tokens):
+            if t.text in ("using", "namespace") and t.kind == "name":
+                j = k + 1
+                while self.tok(j) is not None and self.text_at(j) not in (";", "{"):
+                    if self.text_at(j) == "torch" and self.text_at(j + 2) == "jit":
+                        return t.start
+                    j += 1
+        return 0
 
     def name_use(self, k: int) -> None:
         use = self.uses[k]
