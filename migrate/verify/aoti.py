@@ -50,8 +50,8 @@ def package_name(stem: str, method: str = "forward", device: str = "cpu") -> str
 def pte_route(pte: str) -> str:
     """The route that stays open when no package can be made."""
     return (
-        f"the .pte route remains: {pte} (migrate convert writes it) runs in ExecuTorch's C++ "
-        "runtime, executorch::extension::Module (recipe: migrate explain MIG401)"
+        f"the .pte route remains: {Path(pte).name} for ExecuTorch's C++ runtime "
+        "(executorch::extension::Module; migrate explain MIG401)"
     )
 
 
