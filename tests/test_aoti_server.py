@@ -19,6 +19,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "fixtures" / "repos" / "aoti_server"
 DEVICE = os.environ.get("MIGRATE_TEST_DEVICE", "cpu")
+# TorchScript's and Inductor's kernels differ by a few ulps; a GPU's kernels a little more.
+CLOSE = {"rel": 1e-5, "abs": 1e-6} if DEVICE == "cpu" else {"rel": 1e-4, "abs": 1e-5}
 
 pytestmark = [
     pytest.mark.slow,
@@ -90,7 +92,7 @@ def test_the_server_gives_the_same_numbers_after_the_migration(tmp_path):
     assert (repo / "model.aoti.pt2").is_file()
     (repo / "model.pt").unlink()  # the migrated server needs no TorchScript archive
     after = _build_and_serve(repo, "model.aoti.pt2", DEVICE)
-    assert after == pytest.approx(before, rel=1e-5, abs=1e-6)
+    assert after == pytest.approx(before, **CLOSE)
     if DEVICE == "cpu":  # without arguments: the renamed default, the package convert wrote
         default = _run([str(repo / "build" / "server")], repo)
-        assert [float(x) for x in default.split()] == pytest.approx(before, rel=1e-5, abs=1e-6)
+        assert [float(x) for x in default.split()] == pytest.approx(before, **CLOSE)
