@@ -81,6 +81,7 @@ class _File:
         # name -> (object | pointer, its declaration's token, the use its edits ride with)
         self.modules: dict[str, tuple[str, int, int]] = {}
         self.vectors: set[str] = set()  # std::vector<IValue> names made tensor vectors
+        self.assigned: set[str] = set()  # modules declared first, loaded here later
 
     # ---- helpers ----------------------------------------------------------------------
     def refuse(self, why: str, at: int) -> _Refused:
@@ -161,6 +162,13 @@ class _File:
         for k in names:
             if k not in self.out.edits:
                 self.name_use(k)
+        for name, (style, decl, _) in self.modules.items():
+            if style == "pointer" and name not in self.assigned:
+                # A member loaded in another file (a header's `Module module_;`): moving the
+                # declaration alone would break that file's assignment.
+                raise self.refuse(
+                    f"`{name}` is declared here but loaded elsewhere", self.tokens[decl].start
+                )
         self.module_uses()
         self.include_edits(includes)
         for k, u in enumerate(self.uses):
@@ -314,6 +322,7 @@ class _File:
         arg = self.path_argument(k, inner)
         start = self.chain_start(self.at[self.uses[k].start])
         self.add(k, Edit(start, self.tokens[end].end, f"std::make_unique<{LOADER}>({arg})"))
+        self.assigned.add(target.text)
 
     def value_vector(self, k: int, i: int) -> None:
         """`std::vector<torch::jit::IValue> inputs` -> `std::vector<at::Tensor> inputs`."""
