@@ -50,13 +50,29 @@ def test_aoti_options_are_refused_without_torch(options, says):
     assert err.value.stage == "usage" and says in err.value.message
 
 
-def test_convert_refuses_a_device_without_aoti_in_one_line(tmp_path):
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (
+            ["convert", "model.pt", "--input-shape", "2x4", "--device", "cuda"],
+            "error: usage: --device picks the AOTInductor package's device: it needs --aoti",
+        ),
+        (
+            ["convert", "model.pt", "--evidence", "ev.json", "--input-shape", "2x4", "--aoti"],
+            "error: usage: --evidence replaces --inputs/--input-shape/--dynamic-dim/"
+            "--dynamic-batch",
+        ),
+        (
+            ["verify", "model.pt", "--input-shape", "2x4", "--aoti", "--no-default-candidates"],
+            "error: usage: --aoti compiles the exported program: not with --no-default-candidates",
+        ),
+    ],
+)
+def test_the_cli_refuses_aoti_misuse_in_one_line(tmp_path, args, line):
     (tmp_path / "model.pt").write_bytes(b"PK\x05\x06" + b"\0" * 18)  # an empty zip
-    run = _cli(["convert", "model.pt", "--input-shape", "2x4", "--device", "cuda"], tmp_path)
+    run = _cli(args, tmp_path)
     assert run.returncode == 2
-    assert run.stderr.strip().splitlines() == [
-        "error: usage: --device picks the AOTInductor package's device: it needs --aoti"
-    ]
+    assert run.stderr.strip().splitlines() == [line]
 
 
 @pytest.fixture(scope="module")
