@@ -632,7 +632,8 @@ def convert(
     evidence: EvidenceOpt = None,
 ) -> None:
     """Convert a TorchScript archive to OUT/<name>.pt2 (torch.export) and OUT/<name>.pte
-    (ExecuTorch), checked against the archive on a few samples (exit 1 when they differ)."""
+    (ExecuTorch), and with --aoti OUT/<name>.aoti.pt2 (an AOTInductor package for C++), checked
+    against the archive on a few samples (exit 1 when they differ)."""
     if out.exists() and not out.is_dir():
         raise _fail(VerifyError("usage", f"-o {out}: exists and is not a directory"))
     if fmt not in ("text", "json"):
