@@ -8,7 +8,7 @@
 #      the package compiled for the GPU, checked against the archive on the GPU, with --bench;
 #   2. migrate convert --aoti --device cuda: model.aoti.pt2 compiled for the GPU, checked;
 #   3. the AOTInductor tests, the sample C++ server built and run before and after the
-#      migration on the GPU (tests/test_aoti_server.py with MIGRATE_TEST_DEVICE=cuda).
+#      migration on the GPU (tests/verify/test_aoti_server.py with MIGRATE_TEST_DEVICE=cuda).
 # A few minutes in all on a dedicated machine (each package compiles in well under a minute).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -57,5 +57,5 @@ test -f "$OUT/convert/model.aoti.pt2" || fail "convert wrote no package"
 
 step "the AOTInductor tests and the sample C++ server, on cuda"
 MIGRATE_TEST_DEVICE=cuda python -m pytest -q -p no:cacheprovider --slow \
-  tests/test_aoti.py tests/test_aoti_server.py tests/test_cpp_aoti.py || fail "tests"
+  tests/verify/test_aoti.py tests/verify/test_aoti_server.py tests/test_cpp_aoti.py || fail "tests"
 echo "device check passed; artifacts in $OUT"

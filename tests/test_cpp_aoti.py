@@ -2,7 +2,7 @@
 `torch::inductor::AOTIModelPackageLoader` (golden pairs in fixtures/rules/MIG401/drop/, checked
 as `main.cpp`); a file with a use that fits no known shape stays as it is, each finding saying
 the edit to make. `MIGRATE_UPDATE=1` rewrites the expected files. That a rewritten server
-builds and gives the archive's numbers: tests/test_aoti_server.py (slow)."""
+builds and gives the archive's numbers: tests/verify/test_aoti_server.py (slow)."""
 
 from __future__ import annotations
 

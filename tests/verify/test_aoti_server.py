@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "fixtures" / "repos" / "aoti_server"
 DEVICE = os.environ.get("MIGRATE_TEST_DEVICE", "cpu")
 # TorchScript's and Inductor's kernels differ by a few ulps; a GPU's kernels a little more.

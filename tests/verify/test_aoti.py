@@ -2,7 +2,7 @@
 program. Options refused before torch; a missing C++ compiler named, with the .pte route, before
 any conversion (no compile); what stops a package (an operator, the compiler's first error)
 named; `--dynamic-batch` as one shared symbol. The real compiles are the slow tests below and
-tests/test_aoti_server.py."""
+tests/verify/test_aoti_server.py."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import pytest
 from migrate.verify.errors import VerifyError
 from migrate.verify.options import check_options
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _cli(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
