@@ -190,14 +190,13 @@ class _File:
     def name_use(self, k: int) -> None:
         use = self.uses[k]
         i = self.at[use.start]
-        last = use.symbol.rsplit("::", 1)[-1]
         if use.symbol in MODULE_TYPES:
             self.declaration(k, i)
         elif use.symbol == "torch::jit::load":
             self.assignment(k, i)
         elif use.symbol == "torch::jit::IValue":
             self.value_vector(k, i)
-        elif last in self.settings and use.symbol.split("::")[2] in self.settings:
+        elif use.symbol.split("::")[2] in self.settings:  # torch::jit::<setting>[::...]
             self.dropped_statement(k, i)
         else:
             raise self.refuse(f"`{use.symbol}` has no AOTInductor counterpart", use.start)
