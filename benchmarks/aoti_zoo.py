@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from convert_vs_bare import ZOO, _archive, _write_rows  # noqa: E402
+from convert_vs_bare import ZOO, _write_rows, zoo_archives  # noqa: E402
 
 from migrate.verify.errors import one_line  # noqa: E402  (no torch import)
 
@@ -185,26 +185,16 @@ def main() -> int:
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="aoti-zoo-") as tmp:
         folder = Path(tmp)
-        for name in names:
-            package, _, _, kinds = ZOO[name]
-            for kind in kinds:
-                if args.kind and kind != args.kind:
-                    continue
-                label = f"{name} ({'traced' if kind == 'trace' else 'scripted'})"
-                try:
-                    archive, shape = _archive(name, kind, args.size, folder)
-                except Exception as exc:
-                    print(f"{label}: skipped ({type(exc).__name__}: {one_line(exc, 80)})")
-                    continue
-                out = folder / label.replace(" ", "_").replace("(", "").replace(")", "")
-                row = {
-                    "archive": label,
-                    **_measure(archive, shape, out, args.timeout, args.threads),
-                }
-                print(json.dumps(row), flush=True)
-                rows.append(row)
-                if args.json:
-                    _write_rows(args.json, rows)
+        for label, archive, shape in zoo_archives(names, args.kind, args.size, folder):
+            out = folder / label.replace(" ", "_").replace("(", "").replace(")", "")
+            row = {
+                "archive": label,
+                **_measure(archive, shape, out, args.timeout, args.threads),
+            }
+            print(json.dumps(row), flush=True)
+            rows.append(row)
+            if args.json:
+                _write_rows(args.json, rows)
     print("\n".join(table(rows)))
     return 0
 
