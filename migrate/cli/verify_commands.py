@@ -707,3 +707,5 @@ def convert(
     if res.mismatch:
         typer.echo(f"mismatch: {res.mismatch}", err=True)
         raise typer.Exit(1)
+    if res.pte_error is not None:  # --aoti: the packages were written, the .pte could not be
+        raise _fail(res.pte_error)

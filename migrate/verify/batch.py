@@ -562,11 +562,18 @@ def _convert(job: Job) -> dict[str, Any]:
     artifacts = {f"pt2:{m}" if m != "forward" else "pt2": str(p) for m, p in res.pt2.items()}
     if res.pte is not None:
         artifacts["pte"] = str(res.pte)
+    for pkg in res.packages:
+        artifacts["aoti" if pkg.method == "forward" else f"aoti:{pkg.method}"] = str(pkg.path)
+    error = None
+    if res.mismatch:
+        error = {"stage": "mismatch", "message": res.mismatch}
+    elif res.pte_error is not None:
+        error = {"stage": res.pte_error.stage, "message": res.pte_error.message}
     lower_s = _lower_seconds(recovery)
     if res.together_s is not None:
         lower_s = round(res.together_s, 2)
     return {
-        "verdict": "mismatch" if res.mismatch else "pass",
+        "verdict": "mismatch" if res.mismatch else ("error" if error else "pass"),
         "recovery": recovery,
         # Candidates named as verify names them: pte, pte:encode (other methods).
         "max_errors": {
@@ -575,7 +582,7 @@ def _convert(job: Job) -> dict[str, Any]:
         },
         "lower_s": lower_s,
         "artifacts": artifacts,
-        "error": {"stage": "mismatch", "message": res.mismatch} if res.mismatch else None,
+        "error": error,
     }
 
 

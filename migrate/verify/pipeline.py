@@ -1002,10 +1002,12 @@ class ConvertResult:
     max_abs: dict[str, float] = field(default_factory=dict)  # method -> the .pte's max abs error
     timings: dict[str, float] = field(default_factory=dict)  # stage -> seconds
     packages: list[Any] = field(default_factory=list)  # --aoti: aoti.Package per method
+    # --aoti without a .pte: why lowering failed (the .pt2 and the packages were written)
+    pte_error: VerifyError | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "verdict": "mismatch" if self.mismatch else "pass",
+            "verdict": "mismatch" if self.mismatch else ("error" if self.pte_error else "pass"),
             "pt2": {m: str(p) for m, p in self.pt2.items()},
             "pte": None if self.pte is None else str(self.pte),
             "backend": self.backend,
@@ -1013,6 +1015,9 @@ class ConvertResult:
             "recovery": [r.to_json() for r in self.recoveries.values()],
             "max_abs": {m: json_float(v) for m, v in self.max_abs.items()},
             "mismatch": self.mismatch,
+            "pte_error": None
+            if self.pte_error is None
+            else {"stage": self.pte_error.stage, "message": self.pte_error.message},
             "notes": self.notes,
             "timings": {k: round(v, 3) for k, v in self.timings.items()},
             "aoti": [
@@ -1164,15 +1169,18 @@ def run_convert(
         timings.pop("lower (methods together)", None)
     if buffer is None:
         assert lower_error is not None
-        raise lower_error
+        # No .pte: --aoti still makes the .pt2 and the packages, of programs that match.
+        if not aoti or any(_matches(r.ep, samples, ref_by_method[m], tol) for m, r in recs.items()):
+            raise lower_error
     result = ConvertResult({}, None, recs, backend, len(samples), notes, timings=timings)
+    result.pte_error = lower_error if buffer is None else None
     if len(recs) > 1:
         result.together_s = time.perf_counter() - start
     check_start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="migrate-convert-") as tmp:
         pte_tmp = Path(tmp) / "check.pte"
-        pte_tmp.write_bytes(buffer)
-        for m in methods:
+        for m in methods if buffer is not None else []:
+            pte_tmp.write_bytes(buffer)  # type: ignore[arg-type]
             cand = rn.Candidate(
                 "pte", "pte", backend, backend=backend, make=lambda d, mm=m: rn.pte_runner(
                     pte_tmp, debug, mm
@@ -1196,7 +1204,8 @@ def run_convert(
                 stem = path.stem if m == "forward" else f"{path.stem}.{m}"
                 with quiet(debug):
                     result.pt2[m] = conv.save_pt2(rec.ep, out / f"{stem}.pt2", root or out)
-            result.pte = conv.save_pte(buffer, out / f"{path.stem}.pte", root or out)
+            if buffer is not None:
+                result.pte = conv.save_pte(buffer, out / f"{path.stem}.pte", root or out)
         if aoti:
             from migrate.verify.aoti import write_packages
 

@@ -243,3 +243,20 @@ def test_convert_and_verify_write_and_check_a_package_per_method(tmp_path):
     assert cells["aoti"]["status"] == cells["aoti:encode"]["status"] == "pass"
     assert any(n.startswith("compiled for cpu in ") for n in cells["aoti"]["notes"])
     assert Path(report["artifacts"]["aoti:encode"]).name == "enc.encode.aoti.pt2"
+
+
+@pytest.mark.slow
+def test_a_program_that_does_not_lower_still_gets_its_package(archive, tmp_path, monkeypatch):
+    from migrate.verify import convert as conv
+    from migrate.verify.pipeline import run_convert
+
+    def refuse(program, backend):
+        raise RuntimeError("no kernel for this operator in ExecuTorch")
+
+    monkeypatch.setattr(conv, "_lower_once", refuse)
+    res = run_convert(str(archive), None, ["2x4"], tmp_path / "out", trust=True, aoti=True)
+    assert res.pte is None and res.mismatch is None
+    assert res.pte_error is not None and res.pte_error.stage == "lower"
+    assert [p.path.name for p in res.packages] == ["model.aoti.pt2"]
+    assert sorted(f.name for f in (tmp_path / "out").iterdir()) == ["model.aoti.pt2", "model.pt2"]
+    assert res.to_json()["verdict"] == "error"
