@@ -1179,8 +1179,9 @@ def run_convert(
     check_start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="migrate-convert-") as tmp:
         pte_tmp = Path(tmp) / "check.pte"
+        if buffer is not None:
+            pte_tmp.write_bytes(buffer)
         for m in methods if buffer is not None else []:
-            pte_tmp.write_bytes(buffer)  # type: ignore[arg-type]
             cand = rn.Candidate(
                 "pte", "pte", backend, backend=backend, make=lambda d, mm=m: rn.pte_runner(
                     pte_tmp, debug, mm
