@@ -142,7 +142,7 @@ def compile_package(
                 raise
             raise VerifyError(
                 "aoti",
-                f"no AOTInductor package for {method} on {device}: "
+                f"no AOTInductor package {dest.name} ({method}, {device}): "
                 f"{failure_cause(exc, log.text)}; {pte_route(pte)}",
             ) from exc
         seconds = time.perf_counter() - start

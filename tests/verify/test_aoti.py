@@ -141,7 +141,7 @@ def test_what_stops_a_package_is_named_with_the_pte_route(monkeypatch, tmp_path,
     with pytest.raises(VerifyError) as err:
         aoti.compile_package(_exported(), tmp_path / "m.aoti.pt2", pte="out/m.pte")
     assert err.value.stage == "aoti"
-    assert err.value.message.startswith("no AOTInductor package for forward on cpu: " + says)
+    assert err.value.message.startswith("no AOTInductor package m.aoti.pt2 (forward, cpu): " + says)
     assert "the .pte route remains: m.pte for ExecuTorch's C++ runtime" in err.value.message
     assert not (tmp_path / "m.aoti.pt2").exists()
 
