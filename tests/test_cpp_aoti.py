@@ -90,3 +90,25 @@ def test_the_sample_servers_build_stays_for_the_package_loader():
     cmake = [f for f in found if f["rule"] == "MIG404"]
     assert len(cmake) == 2
     assert all("the link stays as it is" in f["message"] for f in cmake)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "after",
+    sorted((RULE_FIXTURES / "MIG401" / "drop").glob("*.after.main.cpp")),
+    ids=lambda p: p.name.split(".")[0],
+)
+def test_every_rewritten_server_compiles_against_the_wheels_libtorch(after: Path):
+    import shutil
+
+    torch = pytest.importorskip("torch")
+    compiler = os.environ.get("CXX", "g++")
+    if shutil.which(compiler) is None:
+        pytest.skip(f"no C++ compiler ({compiler})")
+    include = Path(torch.__file__).parent / "include"
+    proc = subprocess.run(
+        [compiler, "-std=c++17", "-fsyntax-only", f"-I{include}",
+         f"-I{include / 'torch' / 'csrc' / 'api' / 'include'}", "-x", "c++", str(after)],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]

@@ -8,6 +8,8 @@ Known shapes (the module's name is `m`, each statement may sit anywhere in the f
                                                 -> torch::inductor::AOTIModelPackageLoader m(p);
     torch::jit::script::Module m;  ...  m = torch::jit::load(p);
                                                 -> a std::unique_ptr of the loader, make_unique
+    torch::jit::script::Module m_;  ...  : m_(torch::jit::load(p))
+                                                -> a loader member, : m_(p)
     m.eval();  m.to(device);                    -> deleted (a package is compiled for inference
                                                    on the device it was built for)
     m.forward(args).toTensor()                  -> m.run(args)[0]
@@ -81,7 +83,12 @@ class _File:
         # name -> (object | pointer, its declaration's token, the use its edits ride with)
         self.modules: dict[str, tuple[str, int, int]] = {}
         self.vectors: set[str] = set()  # std::vector<IValue> names made tensor vectors
-        self.assigned: set[str] = set()  # modules declared first, loaded here later
+        # Modules declared without a value (`Module m;`), by name: (type use, its type edit's
+        # span, the declared name's token); loaded later by an assignment (`m = load(p)`: a
+        # pointer) or a constructor's member initializer (`: m(load(p))`: an object).
+        self.declared: dict[str, tuple[int, tuple[int, int], int]] = {}
+        self.assigned: dict[str, list[tuple[int, Edit]]] = {}
+        self.initialised: dict[str, tuple[int, Edit, int]] = {}  # name -> (use, edit, token)
 
     # ---- helpers ----------------------------------------------------------------------
     def refuse(self, why: str, at: int) -> _Refused:
@@ -162,13 +169,7 @@ class _File:
         for k in names:
             if k not in self.out.edits:
                 self.name_use(k)
-        for name, (style, decl, _) in self.modules.items():
-            if style == "pointer" and name not in self.assigned:
-                # A member loaded in another file (a header's `Module module_;`): moving the
-                # declaration alone would break that file's assignment.
-                raise self.refuse(
-                    f"`{name}` is declared here but loaded elsewhere", self.tokens[decl].start
-                )
+        self.resolve_declared()
         self.module_uses()
         self.include_edits(includes)
         for k, u in enumerate(self.uses):
@@ -212,8 +213,7 @@ class _File:
             )
         type_edit = Edit(self.chain_start(i), self.tokens[j - 1].end, LOADER)
         if self.text_at(j + 1) == ";":
-            self.modules[name.text] = ("pointer", j, k)
-            self.add(k, Edit(type_edit.start, type_edit.end, f"std::unique_ptr<{LOADER}>"))
+            self.declared[name.text] = (k, (type_edit.start, type_edit.end), j)
             return
         load = self.uses_at(j + 2, "torch::jit::load")
         if load is None:
@@ -301,6 +301,15 @@ class _File:
         if self.text_at(i - 1) == "::":
             eq, target = self.tok(i - 2), self.tok(i - 3)
             i -= 1
+        if (
+            eq is not None
+            and eq.text == "("
+            and target is not None
+            and target.kind == "name"
+            and self.text_at(i - 3) in (":", ",")
+        ):
+            self.member_initializer(k, target, i - 2)
+            return
         if eq is None or eq.text != "=" or target is None or target.kind != "name":
             raise self.refuse(
                 "torch::jit::load's result is not stored in a module variable", self.uses[k].start
@@ -311,17 +320,51 @@ class _File:
             self.add(k, Edit(before.start, before.end, LOADER))
             self.add(k, self.construct(k, target, i - 2))
             return
-        declared = self.modules.get(target.text)
-        if declared is None or declared[0] != "pointer":
-            raise self.refuse(
-                f"`{target.text}` is assigned a load but not declared as a module here",
-                self.uses[k].start,
-            )
         _, end, inner = self.load_call(k)
         arg = self.path_argument(k, inner)
         start = self.chain_start(self.at[self.uses[k].start])
-        self.add(k, Edit(start, self.tokens[end].end, f"std::make_unique<{LOADER}>({arg})"))
-        self.assigned.add(target.text)
+        edit = Edit(start, self.tokens[end].end, f"std::make_unique<{LOADER}>({arg})")
+        self.assigned.setdefault(target.text, []).append((k, edit))
+
+    def member_initializer(self, k: int, name: Token, name_index: int) -> None:
+        """`: module_(torch::jit::load(path))` -> `: module_(path)`."""
+        _, end, inner = self.load_call(k)
+        arg = self.path_argument(k, inner)
+        outer = self.close(name_index + 1)
+        if outer != end + 1:
+            raise self.refuse(
+                f"`{name.text}(...)` is initialised with more than the load", name.start
+            )
+        edit = Edit(self.tokens[name_index + 1].start, self.tokens[outer].end, f"({arg})")
+        self.initialised[name.text] = (k, edit, name_index)
+
+    def resolve_declared(self) -> None:
+        """Modules declared without a value become a loader object (initialised in a
+        constructor's member list) or a `std::unique_ptr` of one (assigned a load)."""
+        for name in [*self.assigned, *self.initialised]:
+            if name not in self.declared:
+                k = (self.assigned.get(name) or [(self.initialised[name][0], None)])[0][0]
+                raise self.refuse(
+                    f"`{name}` is loaded here but not declared as a module here",
+                    self.uses[k].start,
+                )
+        for name, (k, (start, end), decl) in self.declared.items():
+            if name in self.assigned and name in self.initialised:
+                raise self.refuse(f"`{name}` is both initialised and assigned", start)
+            if name in self.initialised:
+                load, edit, _ = self.initialised[name]
+                self.modules[name] = ("object", decl, load)
+                self.add(k, Edit(start, end, LOADER))
+                self.add(load, edit)
+            elif name in self.assigned:
+                self.modules[name] = ("pointer", decl, self.assigned[name][0][0])
+                self.add(k, Edit(start, end, f"std::unique_ptr<{LOADER}>"))
+                for load, edit in self.assigned[name]:
+                    self.add(load, edit)
+            else:
+                # A member loaded in another file (a header's `Module module_;`): moving the
+                # declaration alone would break that file's load.
+                raise self.refuse(f"`{name}` is declared here but loaded elsewhere", start)
 
     def value_vector(self, k: int, i: int) -> None:
         """`std::vector<torch::jit::IValue> inputs` -> `std::vector<at::Tensor> inputs`."""
@@ -369,6 +412,8 @@ class _File:
                     if self.uses_at(j + 2, "torch::jit::load") is None:
                         raise self.refuse(f"`{name}` is assigned something else", t.start)
                     continue
+                if name in self.initialised and j == self.initialised[name][2]:
+                    continue  # the member initializer: rewritten by member_initializer
                 member = self.text_at(j + 2) if self.text_at(j + 1) == "." else ""
                 if member in DROPPED_MEMBERS and self.text_at(j + 3) == "(":
                     end = self.statement_end(j)

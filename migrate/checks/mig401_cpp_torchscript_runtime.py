@@ -83,7 +83,7 @@ class CppTorchScriptRuntime(_native.NativeCheck):
             f"`{package}` (`migrate convert {archive} --aoti` writes it)"
             for archive, package in dict.fromkeys(plan.packages)
         )
-        where = f"; it loads {packages}" if packages else ""
+        where = f"; it loads {packages}" if packages else _path_note(tokens)
         group = TextGroupFix(tuple(ctx.key(self.code, u.start) for u in uses))
         for k, use in enumerate(uses):
             self.report(
@@ -100,6 +100,17 @@ class CppTorchScriptRuntime(_native.NativeCheck):
                 loads=use.symbol.rsplit("::", 1)[-1] in _native.LOADERS,
                 packages=tuple(p for _, p in plan.packages),
             )
+
+
+def _path_note(tokens: list[_native.Token]) -> str:
+    """Where the load's path comes from elsewhere (a parameter, argv): what to give it."""
+    named = _native.archive_names(tokens)
+    if named:
+        return "; give it " + ", ".join(
+            f"`{_cpp_aoti.package_for(a)}` (`migrate convert {a} --aoti` writes it), not `{a}`"
+            for a in named
+        )
+    return "; give it the package `migrate convert ARCHIVE --aoti` writes (`<stem>.aoti.pt2`)"
 
 
 @functools.lru_cache(maxsize=1)
