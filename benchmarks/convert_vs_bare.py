@@ -36,7 +36,7 @@ import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -194,6 +194,30 @@ def _archive(name: str, kind: str, size: int, folder: Path) -> tuple[Path, str]:
         path = folder / f"{name.replace(' ', '_')}_{kind}.pt"
         torch.jit.save(ts, str(path))
     return path, shape
+
+
+def zoo_archives(
+    names: list[str], kind: str | None, size: int, folder: Path
+) -> Iterator[tuple[str, Path, str]]:
+    """(label, archive, input shape) of each of ``names``' archives (``kind``: only traced or
+    scripted), built into ``folder``; one that cannot be built is skipped, saying why."""
+    for name in names:
+        package, _, _, kinds = ZOO[name]
+        for k in kinds:
+            if kind and k != kind:
+                continue
+            label = f"{name} ({'traced' if k == 'trace' else 'scripted'})"
+            try:
+                archive, shape = _archive(name, k, size, folder)
+            except ImportError as exc:
+                print(f"{label:<34} skipped: {package} not installed ({exc})", flush=True)
+                continue
+            except Exception as exc:
+                print(f"{label:<34} skipped: cannot build ({type(exc).__name__}: "
+                      f"{str(exc).splitlines()[0][:80] if str(exc) else ''})",
+                      flush=True)  # fmt: skip
+                continue
+            yield label, archive, shape
 
 
 # --------------------------------------------------------------------------- the workers
@@ -374,40 +398,25 @@ def main() -> int:
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="convert-vs-bare-") as tmp:
         folder = Path(tmp)
-        for name in names:
-            package, _, _, kinds = ZOO[name]
-            for kind in kinds:
-                if args.kind and kind != args.kind:
-                    continue
-                label = f"{name} ({'traced' if kind == 'trace' else 'scripted'})"
-                try:
-                    archive, shape = _archive(name, kind, args.size, folder)
-                except ImportError as exc:
-                    print(f"{label:<34} skipped: {package} not installed ({exc})", flush=True)
-                    continue
-                except Exception as exc:
-                    print(f"{label:<34} skipped: cannot build ({type(exc).__name__}: "
-                          f"{str(exc).splitlines()[0][:80] if str(exc) else ''})",
-                          flush=True)  # fmt: skip
-                    continue
-                load_avg = os.getloadavg()[0]
-                bare = _measure("bare", archive, shape, folder / "bare.pte", args.timeout,
-                                args.threads)  # fmt: skip
-                tool = _measure("tool", archive, shape, folder / label.replace(" ", "_"),
-                                args.timeout, args.threads)  # fmt: skip
-                row = {"archive": label, "bare": bare, "tool": tool, "load": load_avg}
-                row["ratio"] = _ratio(row, "seconds")
-                row["cpu_ratio"] = _ratio(row, "cpu")
-                ratio = row["ratio"]
-                why = tool.get("path") if tool["ok"] else tool.get("error", "")
-                if not bare["ok"]:
-                    why = f"{why}  [bare: {str(bare.get('error', ''))[:80]}]"
-                print(f"{label:<34} {_cell(bare)} {_cell(tool)}  "
-                      f"{'-' if ratio is None else f'{ratio:4.2f}x':>5}  {str(why)[:120]}",
-                      flush=True)  # fmt: skip
-                rows.append(row)
-                if args.json:
-                    _write_rows(args.json, rows)
+        for label, archive, shape in zoo_archives(names, args.kind, args.size, folder):
+            load_avg = os.getloadavg()[0]
+            bare = _measure("bare", archive, shape, folder / "bare.pte", args.timeout,
+                            args.threads)  # fmt: skip
+            tool = _measure("tool", archive, shape, folder / label.replace(" ", "_"),
+                            args.timeout, args.threads)  # fmt: skip
+            row = {"archive": label, "bare": bare, "tool": tool, "load": load_avg}
+            row["ratio"] = _ratio(row, "seconds")
+            row["cpu_ratio"] = _ratio(row, "cpu")
+            ratio = row["ratio"]
+            why = tool.get("path") if tool["ok"] else tool.get("error", "")
+            if not bare["ok"]:
+                why = f"{why}  [bare: {str(bare.get('error', ''))[:80]}]"
+            print(f"{label:<34} {_cell(bare)} {_cell(tool)}  "
+                  f"{'-' if ratio is None else f'{ratio:4.2f}x':>5}  {str(why)[:120]}",
+                  flush=True)  # fmt: skip
+            rows.append(row)
+            if args.json:
+                _write_rows(args.json, rows)
     if not rows:
         print("no archive built")
         return 1

@@ -50,6 +50,20 @@ class GroupFix:
         return tuple(dict.fromkeys(keys))
 
 
+@dataclass(frozen=True)
+class TextGroupFix:
+    """A group fix of a text check: its members' keys (FileContext.key); the first names it."""
+
+    keys: tuple[str, ...]
+
+    @property
+    def name(self) -> str:
+        return self.keys[0]
+
+    def member_keys(self, ctx: FileContext) -> tuple[str, ...]:
+        return self.keys
+
+
 class Check:
     """Common part of Python and text checks."""
 
@@ -116,6 +130,11 @@ class FileContext:
     def posix(self) -> PurePosixPath:
         return PurePosixPath(self.path)
 
+    def key(self, code: str, start: int) -> str:
+        """How a group fix names the finding of `code` reported at offset `start`."""
+        line, col = self.index.position(start)
+        return f"{code}@{line}:{col + 1}"
+
     def add(
         self,
         rule: Rule,
@@ -128,7 +147,7 @@ class FileContext:
         edits: Iterable[Edit] = (),
         imports: Iterable[str | ImportSpec] = (),
         applicability: Applicability | str | None = None,
-        group: GroupFix | None = None,
+        group: GroupFix | TextGroupFix | None = None,
         **data: object,
     ) -> Finding:
         line, col = self.index.position(start)

@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import PurePosixPath
 
-from migrate.checks import _native
-from migrate.checks.base import FileContext
+from migrate.checks import _cpp_aoti, _native
+from migrate.checks.base import FileContext, TextGroupFix
+from migrate.findings import Applicability, FixKind
 
 EXECUTORCH = "load a `.pte` with `executorch::extension::Module` (`module.forward(inputs)`)"
 AOTI = "on server GPUs a `.pt2` with `torch::inductor::AOTIModelPackageLoader`"
@@ -40,14 +42,82 @@ class CppTorchScriptRuntime(_native.NativeCheck):
     def scan(self, ctx: FileContext, tokens: list[_native.Token], lang: str) -> None:
         if _native.is_objc(ctx.posix, tokens):
             return  # an Objective-C header: MIG403
-        for use in _native.cpp_uses(tokens, _native.unqualified_names()):
-            if _native.POD_HEADER.match(use.symbol):
-                continue
+        uses = [
+            u
+            for u in _native.cpp_uses(tokens, _native.unqualified_names())
+            if not _native.POD_HEADER.match(u.symbol)
+        ]
+        if self.options.get("intent") == "drop" and uses:
+            self._drop(ctx, tokens, uses)
+            return
+        for use in uses:
             self.report(
                 ctx,
                 use.start,
                 use.end,
                 f"{describe(use.symbol, use.what)}; {EXECUTORCH}, or {AOTI}",
                 use.symbol,
+                fix=FixKind.MANUAL,
                 loads=use.symbol.rsplit("::", 1)[-1] in _native.LOADERS,
             )
+
+    def _drop(self, ctx: FileContext, tokens: list[_native.Token], uses) -> None:
+        """Intent drop: the file moves to AOTInductor's package loader, every use together,
+        or each use says the exact edit to make by hand."""
+        plan = _cpp_aoti.rewrite(ctx.text, tokens, uses, dropped_settings())
+        if plan.refusal:
+            line = ctx.text.count("\n", 0, plan.refusal_at) + 1
+            for use in uses:
+                self.report(
+                    ctx,
+                    use.start,
+                    use.end,
+                    f"{describe(use.symbol, use.what)}; not moved to AOTInductor (intent drop): "
+                    f"{plan.refusal} (line {line}); by hand: {_cpp_aoti.recipe(use)}",
+                    use.symbol,
+                    fix=FixKind.MANUAL,
+                    loads=use.symbol.rsplit("::", 1)[-1] in _native.LOADERS,
+                )
+            return
+        packages = ", ".join(
+            f"`{package}` (`migrate convert {archive} --aoti` writes it)"
+            for archive, package in dict.fromkeys(plan.packages)
+        )
+        where = f"; it loads {packages}" if packages else _path_note(tokens)
+        group = TextGroupFix(tuple(ctx.key(self.code, u.start) for u in uses))
+        for k, use in enumerate(uses):
+            self.report(
+                ctx,
+                use.start,
+                use.end,
+                f"{describe(use.symbol, use.what)}; the repository drops TorchScript (intent "
+                f"drop): this file moves to AOTInductor's `{_cpp_aoti.LOADER}`{where}",
+                use.symbol,
+                fix=FixKind.AUTO,
+                edits=plan.edits[k],
+                applicability=Applicability.UNSAFE,
+                group=group,
+                loads=use.symbol.rsplit("::", 1)[-1] in _native.LOADERS,
+                packages=tuple(p for _, p in plan.packages),
+            )
+
+
+def _path_note(tokens: list[_native.Token]) -> str:
+    """Where the load's path comes from elsewhere (a parameter, argv): what to give it."""
+    named = _native.archive_names(tokens)
+    if named:
+        return "; give it " + ", ".join(
+            f"`{_cpp_aoti.package_for(a)}` (`migrate convert {a} --aoti` writes it), not `{a}`"
+            for a in named
+        )
+    return "; give it the package `migrate convert ARCHIVE --aoti` writes (`<stem>.aoti.pt2`)"
+
+
+@functools.lru_cache(maxsize=1)
+def dropped_settings() -> frozenset[str]:
+    """The runtime settings whose statements go with the loader (MIG401's rule data)."""
+    from migrate.registry import all_rules
+
+    rule = all_rules().get("MIG401")
+    names = rule.extra.get("dropped_settings") if rule else None
+    return frozenset(str(n) for n in names or ())

@@ -49,6 +49,19 @@ _RESULTS_HELP = "The batch's JSON-lines results (default OUT/results.jsonl); a r
 _RERUN_HELP = "failed: run again the archives whose result is not pass; all: every archive."
 _RAY_HELP = "Run the batch as Ray tasks (a local instance, or RAY_ADDRESS / --ray-address)."
 _RAY_ADDRESS_HELP = "The Ray cluster to join (implies --ray)."
+_AOTI_HELP = (
+    "Also compile the exported program into an AOTInductor package, <name>.aoti.pt2 (C++ runs "
+    "it with torch::inductor::AOTIModelPackageLoader; not the ExportedProgram <name>.pt2), "
+    "checked against the archive. Needs a C++ compiler (CXX, else g++)."
+)
+_DYNAMIC_BATCH_HELP = (
+    "Dimension 0 of every tensor input varies over 1..MAX as one batch size (a batch of 1 in "
+    "the example is doubled: export fixes a size of 1)."
+)
+_EVIDENCE_HELP = (
+    "Inputs of the shapes a capture's calls had in `migrate record`'s run (sizes that varied "
+    "become --dynamic-dim ranges)."
+)
 
 # Options shared by verify and convert.
 InputsOpt = Annotated[str | None, typer.Option("--inputs", "-i", help=_INPUTS_HELP)]
@@ -66,6 +79,14 @@ RerunOpt = Annotated[str | None, typer.Option("--rerun", help=_RERUN_HELP)]
 RayOpt = Annotated[bool, typer.Option("--ray", help=_RAY_HELP)]
 RayAddressOpt = Annotated[str | None, typer.Option("--ray-address", help=_RAY_ADDRESS_HELP)]
 DebugOpt = Annotated[bool, typer.Option("--debug", help=_DEBUG_HELP)]
+AotiOpt = Annotated[bool, typer.Option("--aoti", help=_AOTI_HELP)]
+DynamicBatchOpt = Annotated[
+    int | None,
+    typer.Option("--dynamic-batch", metavar="MAX", help=_DYNAMIC_BATCH_HELP, show_default=False),
+]
+EvidenceOpt = Annotated[
+    str | None, typer.Option("--evidence", metavar="FILE[#PATH:LINE]", help=_EVIDENCE_HELP)
+]
 
 #: Built-in defaults of the settings [tool.migrate.verify] may change.
 DEFAULTS: dict[str, object] = {
@@ -130,6 +151,31 @@ def _check_options(debug: bool, **values) -> None:
         if debug:
             raise
         raise _fail(exc) from None
+
+
+def _evidence_inputs(evidence, inputs, input_shape, dynamic_dim, dynamic_batch):
+    """`--evidence FILE[#PATH:LINE]`: the shapes (and varying sizes) `migrate record` saw,
+    instead of --inputs/--input-shape/--dynamic-dim; said on stderr."""
+    from migrate.record.verify_inputs import verify_inputs
+
+    if input_shape or dynamic_dim or inputs or dynamic_batch:
+        raise _fail(
+            VerifyError(
+                "usage",
+                "--evidence replaces --inputs/--input-shape/--dynamic-dim/--dynamic-batch",
+            )
+        )
+    try:
+        recorded = verify_inputs(evidence)
+    except ValueError as exc:
+        raise _fail(VerifyError("usage", str(exc))) from None
+    checked = f"; and {len(recorded.checked)} recorded shapes" if recorded.checked else ""
+    typer.echo(
+        f"inputs from {recorded.site}: {' '.join(recorded.shapes)} {' '.join(recorded.dynamic)}"
+        f"{checked}{f' ({recorded.note})' if recorded.note else ''}",
+        err=True,
+    )
+    return recorded
 
 
 def _warn_trust(trust: bool, target: str) -> None:
@@ -412,15 +458,9 @@ def verify(
     ray: RayOpt = False,
     ray_address: RayAddressOpt = None,
     debug: DebugOpt = False,
-    evidence: Annotated[  # issue 28: the shapes `migrate record` saw
-        str | None,
-        typer.Option(
-            "--evidence",
-            metavar="FILE[#PATH:LINE]",
-            help="Inputs of the shapes a capture's calls had in `migrate record`'s run (sizes "
-            "that varied become --dynamic-dim ranges).",
-        ),
-    ] = None,
+    evidence: EvidenceOpt = None,
+    aoti: AotiOpt = False,
+    dynamic_batch: DynamicBatchOpt = None,
 ) -> None:
     """Check that a converted or migrated model gives the TorchScript numbers (exit 0 pass, 1
     mismatch, 2 error)."""
@@ -437,7 +477,14 @@ def verify(
         debug, inputs=inputs, input_shapes=input_shape or (), dynamic_dims=dynamic_dim or (),
         device=device, method=method, backend=backend, original=original,
         candidates=candidate or (), max_input_bytes=max_input_bytes, out=out,
+        dynamic_batch=dynamic_batch,
     )  # fmt: skip
+    if aoti and default_candidates is False:
+        raise _fail(
+            VerifyError(
+                "usage", "--aoti compiles the exported program: not with --no-default-candidates"
+            )
+        )
     ray = ray or ray_address is not None
     is_batch = _batch_usage(target, manifest, jobs, timeout, rerun, ray, results)
     _require_extra()  # finds the packages without importing them
@@ -470,33 +517,22 @@ def verify(
                 "inputs": inputs, "input_shapes": list(input_shape or []),
                 "dynamic_dims": list(dynamic_dim or []), "backend": backend, "method": method,
                 "trust": trust_archive, "max_input_bytes": max_input_bytes, **settings,
+                "aoti": aoti, "dynamic_batch": dynamic_batch,
             },
             jobs, timeout, rerun, ray, ray_address, fmt,
         )  # fmt: skip
     assert target is not None
     if out is not None:
         archive = (
-            [f"{Path(target).stem}{s}" for s in (".pt2", ".pte")] if os.path.isfile(target) else []
+            [f"{Path(target).stem}{s}" for s in (".pt2", ".pte", ".aoti.pt2")]
+            if os.path.isfile(target)
+            else []
         )
         _check_outputs(out, ["report.json", "inputs.pt", *archive])
-    if evidence is not None:  # issue 28 (migrate/record/verify_inputs.py)
-        from migrate.record.verify_inputs import verify_inputs
-
-        if input_shape or dynamic_dim or inputs:
-            raise _fail(
-                VerifyError("usage", "--evidence replaces --inputs/--input-shape/--dynamic-dim")
-            )
-        try:
-            recorded = verify_inputs(evidence)
-        except ValueError as exc:
-            raise _fail(VerifyError("usage", str(exc))) from None
+    recorded = None
+    if evidence is not None:
+        recorded = _evidence_inputs(evidence, inputs, input_shape, dynamic_dim, dynamic_batch)
         input_shape, dynamic_dim = recorded.shapes, recorded.dynamic
-        checked = f"; and {len(recorded.checked)} recorded shapes" if recorded.checked else ""
-        typer.echo(
-            f"inputs from {recorded.site}: {' '.join(input_shape)} {' '.join(dynamic_dim)}"
-            f"{checked}{f' ({recorded.note})' if recorded.note else ''}",
-            err=True,
-        )
     from migrate.verify.pipeline import VerifyConfig, run_verify
     from migrate.verify.report import render_json, render_text
 
@@ -525,7 +561,9 @@ def verify(
         trust_archive=trust_archive,
         max_input_bytes=max_input_bytes,
         method=method,
-        recorded_shapes=recorded.checked if evidence is not None else None,
+        recorded_shapes=recorded.checked if recorded is not None else None,
+        aoti=aoti,
+        dynamic_batch=dynamic_batch,
     )
     _warn_trust(trust_archive, target)
     try:
@@ -581,9 +619,21 @@ def convert(
     timings: Annotated[
         bool, typer.Option("--timings", help="Print the seconds each stage took.")
     ] = False,
+    aoti: AotiOpt = False,
+    device: Annotated[
+        str | None,
+        typer.Option(
+            "--device",
+            help="With --aoti: the device the package is compiled for, cpu (default) or cuda[:N].",
+            show_default=False,
+        ),
+    ] = None,
+    dynamic_batch: DynamicBatchOpt = None,
+    evidence: EvidenceOpt = None,
 ) -> None:
     """Convert a TorchScript archive to OUT/<name>.pt2 (torch.export) and OUT/<name>.pte
-    (ExecuTorch), checked against the archive on a few samples (exit 1 when they differ)."""
+    (ExecuTorch), and with --aoti OUT/<name>.aoti.pt2 (an AOTInductor package for C++), checked
+    against the archive on a few samples (exit 1 when they differ)."""
     if out.exists() and not out.is_dir():
         raise _fail(VerifyError("usage", f"-o {out}: exists and is not a directory"))
     if fmt not in ("text", "json"):
@@ -591,11 +641,17 @@ def convert(
     _check_options(
         debug, inputs=inputs, input_shapes=input_shape or (), dynamic_dims=dynamic_dim or (),
         method=method, backend=backend, max_input_bytes=max_input_bytes,
+        dynamic_batch=dynamic_batch, aoti=aoti, device=device,
     )  # fmt: skip
     ray = ray or ray_address is not None
     is_batch = _batch_usage(model, manifest, jobs, timeout, rerun, ray, results)
     _require_extra()  # finds the packages without importing them
     _check_target(model, manifest, callables=False, debug=debug)
+    if evidence is not None:
+        if is_batch:
+            raise _fail(VerifyError("usage", "--evidence: not available in a batch"))
+        recorded = _evidence_inputs(evidence, inputs, input_shape, dynamic_dim, dynamic_batch)
+        input_shape, dynamic_dim = recorded.shapes, recorded.dynamic
     if not is_batch and inputs is None and not input_shape:
         raise _fail(
             VerifyError(
@@ -609,11 +665,12 @@ def convert(
                 "inputs": inputs, "input_shapes": list(input_shape or []),
                 "dynamic_dims": list(dynamic_dim or []), "backend": backend, "method": method,
                 "trust": trust_archive, "max_input_bytes": max_input_bytes,
+                "aoti": aoti, "aoti_device": device, "dynamic_batch": dynamic_batch,
             },
             jobs, timeout, rerun, ray, ray_address, fmt,
         )  # fmt: skip
     assert model is not None
-    _check_outputs(out, [f"{Path(model).stem}.pt2", f"{Path(model).stem}.pte"])
+    _check_outputs(out, [f"{Path(model).stem}{s}" for s in (".pt2", ".pte", ".aoti.pt2")])
     from migrate.verify.pipeline import convert_error_json, run_convert
 
     _warn_trust(trust_archive, model)
@@ -629,6 +686,9 @@ def convert(
             method=method,
             trust=trust_archive,
             max_input_bytes=max_input_bytes,
+            aoti=aoti,
+            device=device or "cpu",
+            dynamic_batch=dynamic_batch,
         )
     except VerifyError as exc:
         if debug:
@@ -647,3 +707,5 @@ def convert(
     if res.mismatch:
         typer.echo(f"mismatch: {res.mismatch}", err=True)
         raise typer.Exit(1)
+    if res.pte_error is not None:  # --aoti: the packages were written, the .pte could not be
+        raise _fail(res.pte_error)

@@ -109,8 +109,26 @@ def _confirm_cmake(findings: list[Finding]) -> list[Finding]:
         use = evidence[folder]
         if use is None:
             continue
-        out.append(_extend(f, [f"this project's sources load TorchScript ({use[0]}:{use[1]})"]))
+        texts = [f"this project's sources load TorchScript ({use[0]}:{use[1]})"]
+        if _moving_to_aoti(folder, reported):
+            texts.append(AOTI_LINK)
+        out.append(_extend(f, texts))
     return out
+
+
+# Under intent drop the sources' loader may move to AOTInductor (MIG401's rewrite): the
+# package loader is part of libtorch, so the build keeps its link.
+AOTI_LINK = (
+    "its sources move to AOTInductor's package loader (intent drop), which libtorch holds: the "
+    "link stays as it is; build against the libtorch of the torch that compiled the package "
+    "(CMAKE_PREFIX_PATH from `python -c 'import torch.utils; print(torch.utils.cmake_prefix_path)'`)"
+)
+
+
+def _moving_to_aoti(folder: str, reported: list[Finding]) -> bool:
+    """Every runtime use in the project's sources is rewritten to the package loader."""
+    mine = [f for f in reported if _inside(f.path, folder)]
+    return bool(mine) and all(f.rule == "MIG401" and f.autofix is not None for f in mine)
 
 
 def _inside(path: str, folder: str) -> bool:

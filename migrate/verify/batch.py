@@ -554,16 +554,26 @@ def _convert(job: Job) -> dict[str, Any]:
         rtol=s.get("rtol"),
         atol=s.get("atol"),
         root=Path(job.root) if job.root else None,
+        aoti=bool(s.get("aoti")),
+        device=s.get("aoti_device") or "cpu",
+        dynamic_batch=s.get("dynamic_batch"),
     )
     recovery = [r.to_json() for r in res.recoveries.values()]
     artifacts = {f"pt2:{m}" if m != "forward" else "pt2": str(p) for m, p in res.pt2.items()}
     if res.pte is not None:
         artifacts["pte"] = str(res.pte)
+    for pkg in res.packages:
+        artifacts["aoti" if pkg.method == "forward" else f"aoti:{pkg.method}"] = str(pkg.path)
+    error = None
+    if res.mismatch:
+        error = {"stage": "mismatch", "message": res.mismatch}
+    elif res.pte_error is not None:
+        error = {"stage": res.pte_error.stage, "message": res.pte_error.message}
     lower_s = _lower_seconds(recovery)
     if res.together_s is not None:
         lower_s = round(res.together_s, 2)
     return {
-        "verdict": "mismatch" if res.mismatch else "pass",
+        "verdict": "mismatch" if res.mismatch else ("error" if error else "pass"),
         "recovery": recovery,
         # Candidates named as verify names them: pte, pte:encode (other methods).
         "max_errors": {
@@ -572,7 +582,7 @@ def _convert(job: Job) -> dict[str, Any]:
         },
         "lower_s": lower_s,
         "artifacts": artifacts,
-        "error": {"stage": "mismatch", "message": res.mismatch} if res.mismatch else None,
+        "error": error,
     }
 
 
@@ -595,6 +605,8 @@ def _verify(job: Job) -> dict[str, Any]:
         out_root=Path(job.root) if job.root else None,
         trust_archive=bool(s.get("trust")),
         max_input_bytes=s.get("max_input_bytes"),
+        aoti=bool(s.get("aoti")),
+        dynamic_batch=s.get("dynamic_batch"),
         method=s.get("method"),
     )
     report = run_verify(cfg)

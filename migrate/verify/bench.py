@@ -35,7 +35,8 @@ MAX_ROUNDS = 10_000
 
 TIMED = (
     "per-call latency of each runtime from Python (the TorchScript module, ep.module(), "
-    "ExecuTorch method.execute) on inputs prepared beforehand"
+    "ExecuTorch method.execute, the AOTInductor package's compiled model) on inputs prepared "
+    "beforehand"
 )
 NOT_TIMED = (
     "input preparation (flattening, contiguous copies, device moves), output comparison, "
@@ -43,7 +44,7 @@ NOT_TIMED = (
 )
 LOAD = (
     "from bytes in memory to a runnable: torch.jit.load (TorchScript), torch.export.load + "
-    ".module() (.pt2), program load + method load (.pte)"
+    ".module() (.pt2), program load + method load (.pte), aoti_load_package of the file (.aoti.pt2)"
 )
 
 
@@ -270,7 +271,9 @@ def bench_verify(
     and the returned dict (the report's ``latency``) the reference's and the settings.
     """
     entries = [Entry(lambda: ref_run, with_load=True)]
-    entries += [Entry(partial(c.runner, device), c.kind in ("pt2", "pte")) for c, _ in timed]
+    entries += [
+        Entry(partial(c.runner, device), c.kind in ("pt2", "pte", "aoti")) for c, _ in timed
+    ]
     timings, counts = bench_device(
         entries, args, device, cfg.threads, cfg.bench_min_time, cfg.bench_runs
     )

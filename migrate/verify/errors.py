@@ -23,6 +23,7 @@ STAGES = (
     "convert",
     "export",
     "lower",
+    "aoti",
     "run",
     "output",
 )

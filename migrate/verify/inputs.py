@@ -192,6 +192,7 @@ def dynamic_shapes_for(example: tuple[Any, ...], dims: Sequence[DynamicDim]) -> 
     from torch.export import Dim
 
     spec: list[Any] = [None] * len(example)
+    symbols: dict[str, Any] = {}
     for d in dims:
         if d.input >= len(example):
             raise VerifyError(
@@ -211,7 +212,9 @@ def dynamic_shapes_for(example: tuple[Any, ...], dims: Sequence[DynamicDim]) -> 
             )
         if spec[d.input] is None:
             spec[d.input] = {}
-        spec[d.input][d.dim] = Dim(f"{d.label}", min=d.min, max=d.max)
+        if d.label not in symbols:  # one object per name: inputs that share a batch
+            symbols[d.label] = Dim(d.label, min=d.min, max=d.max)
+        spec[d.input][d.dim] = symbols[d.label]
     return tuple(spec)
 
 
@@ -263,14 +266,49 @@ def iter_samples(
     if recorded is not None:
         yield from _recorded_samples(example, gen, recorded)
         return
+    groups: dict[str, list[DynamicDim]] = {}  # a shared symbol varies all its dims at once
     for d in dynamic_dims:
+        groups.setdefault(d.label, []).append(d)
+    for label, group in groups.items():
+        d = group[0]
         current = example[d.input].shape[d.dim]
         for size in sorted({d.min, (d.min + d.max) // 2, d.max} - {current}):
             yield Sample(
-                f"{d.label}={size}",
-                random_like(example, gen, {(d.input, d.dim): size}),
+                f"{label}={size}",
+                random_like(example, gen, {(g.input, g.dim): size for g in group}),
                 {"kind": "dynamic", "input": d.input, "dim": d.dim, "size": size},
             )
+
+
+def with_dynamic_batch(
+    example: tuple[Any, ...], dims: list[DynamicDim], limit: int | None
+) -> tuple[tuple[Any, ...], list[DynamicDim]]:
+    """``--dynamic-batch MAX``: dimension 0 of every tensor input ranges over 1..MAX as one
+    symbol, ``batch``. An example batch of 1 is doubled (its rows repeated): torch.export
+    fixes a size of 1 to a constant, so that batch could never vary."""
+    if limit is None:
+        return example, dims
+    tensors = [k for k, x in enumerate(example) if isinstance(x, torch.Tensor) and x.dim() >= 1]
+    if not tensors:
+        raise VerifyError("usage", "--dynamic-batch: the model takes no tensor with a batch")
+    options.check_dynamic_batch(limit, dims, [])
+    sizes = {example[k].shape[0] for k in tensors}
+    if len(sizes) > 1:
+        raise VerifyError(
+            "usage",
+            f"--dynamic-batch: the inputs' first sizes differ ({sorted(sizes)}): not one batch",
+        )
+    (size,) = sizes
+    if size > limit:
+        raise VerifyError(
+            "usage", f"--dynamic-batch {limit}: the example's batch {size} is above it"
+        )
+    out = list(example)
+    if size == 1:
+        for k in tensors:
+            out[k] = torch.cat([example[k], example[k]])
+    batch = [DynamicDim(k, 0, 1, limit, "batch") for k in tensors]
+    return tuple(out), [*dims, *batch]
 
 
 def _recorded_samples(example: tuple[Any, ...], gen, recorded) -> Iterator[Sample]:

@@ -75,10 +75,11 @@ class DynamicDim:
     dim: int
     min: int
     max: int
+    name: str = ""  # a symbol shared by several inputs (``--dynamic-batch``: ``batch``)
 
     @property
     def label(self) -> str:
-        return f"in{self.input}_d{self.dim}"
+        return self.name or f"in{self.input}_d{self.dim}"
 
 
 def _malformed(spec: str, why: str) -> VerifyError:
@@ -169,6 +170,37 @@ def check_dynamic_dims(dims: Sequence[DynamicDim], example: Sequence[object]) ->
             )
 
 
+def check_dynamic_batch(limit: int, dims: Sequence[DynamicDim], example: Sequence[object]) -> None:
+    """``--dynamic-batch MAX``: a range to vary over (MAX 2 or more), holding every example's
+    batch, and not given twice (a ``--dynamic-dim`` of some input's dimension 0)."""
+    if limit < 2:
+        raise VerifyError("usage", f"--dynamic-batch {limit}: the largest batch must be 2 or more")
+    for d in dims:
+        if d.dim == 0:
+            raise VerifyError(
+                "usage",
+                f"--dynamic-batch and --dynamic-dim {d.input}:0:{d.min}:{d.max} both vary a batch "
+                "dimension: give one of them",
+            )
+    for k, spec in enumerate(example):
+        if isinstance(spec, ShapeSpec) and spec.shape and spec.shape[0] > limit:
+            raise VerifyError(
+                "usage",
+                f"--dynamic-batch {limit}: input {k} has batch {spec.shape[0]}, above it",
+            )
+
+
+#: Devices an AOTInductor package is compiled for (``convert --aoti --device``).
+AOTI_DEVICES = re.compile(r"cpu|cuda(?::\d+)?")
+
+
+def check_aoti_device(value: str) -> None:
+    if not AOTI_DEVICES.fullmatch(value.strip().lower()):
+        raise VerifyError(
+            "usage", f"--device {value!r}: an AOTInductor package is built for cpu or cuda[:N]"
+        )
+
+
 def check_device(value: str) -> str:
     """``auto``, or a device kind torch knows (``cuda:1`` names one of several), as the
     configuration takes it; whether it is there is asked of torch later (runners)."""
@@ -218,6 +250,8 @@ def check_options(
     candidates: Sequence[str] = (),
     max_input_bytes: int | None = None,
     out: Path | None = None,
+    dynamic_batch: int | None = None,
+    aoti: bool | None = None,
 ) -> None:
     """Every option of verify/convert that torch is not needed to judge; the first problem
     is a ``VerifyError("usage", ...)`` naming the option (or its file) and the cause."""
@@ -238,11 +272,20 @@ def check_options(
         raise VerifyError("usage", f"--dynamic-dim: {exc.message}") from None
     if specs:
         check_dynamic_dims(dims, specs)
+    if dynamic_batch is not None:
+        check_dynamic_batch(dynamic_batch, dims, specs)
     if device is not None:
         try:
             check_device(device)
         except VerifyError as exc:
             raise VerifyError("usage", f"--device: {exc.message}") from None
+    # convert (aoti is not None): --device names the package's device, so it needs --aoti.
+    if aoti is not None and device is not None:
+        if not aoti:
+            raise VerifyError(
+                "usage", "--device picks the AOTInductor package's device: it needs --aoti"
+            )
+        check_aoti_device(device)
     if method is not None:
         check_method(method)
     if backend is not None:

@@ -59,6 +59,8 @@ class VerifyConfig:
     trust_archive: bool = False  # --trust-archive: load without the audit
     max_input_bytes: int | None = None  # None: a quarter of physical memory
     method: str | None = None  # --method: check this method of the archive only
+    aoti: bool = False  # --aoti: also compile and check an AOTInductor package per device
+    dynamic_batch: int | None = None  # --dynamic-batch MAX: dim 0 of every tensor, 1..MAX
 
     @property
     def root(self) -> Path | None:
@@ -314,6 +316,16 @@ def run_candidate(
     return cell
 
 
+def cell_reason(cell: Cell) -> str:
+    """Why a cell did not pass, in one phrase: its error, else its worst leaf."""
+    if cell.error:
+        return cell.error["message"]
+    where = cell.worst or {}
+    return f"{where.get('leaf')} on sample {where.get('sample')}: max abs {cell.max_abs:.3g}" + (
+        f" ({where['note']})" if where.get("note") else ""
+    )
+
+
 # --------------------------------------------------------------------------- verify
 
 
@@ -338,6 +350,11 @@ def _candidate_from_spec(spec: str, cfg: VerifyConfig, ep_for_pte: Any = None) -
             )
         return cand
     suffix = path.suffix.lower()
+    if suffix == ".pt2" and path.is_file():
+        from migrate.verify import aoti
+
+        if aoti.is_package(path):
+            return aoti.file_candidate(path, cfg.trust_archive)
     if suffix == ".pt2":
         try:
             ep = load.load_pt2(path, cfg.trust_archive)
@@ -661,6 +678,7 @@ def run_verify(cfg: VerifyConfig) -> Report:
     elif cfg.method not in (None, "forward"):
         raise VerifyError("usage", "--method applies to TorchScript archives only")
     load.check_signature(target.reference, example, methods[0])
+    example, dyn = inp.with_dynamic_batch(example, dyn, cfg.dynamic_batch)
     dynamic_shapes = inp.dynamic_shapes_for(example, dyn)
     samples = list(inp.iter_samples(example, cfg.samples, cfg.seed, dyn, cfg.recorded_shapes))
     branch_check: BranchCheck | None = None
@@ -808,6 +826,17 @@ def run_verify(cfg: VerifyConfig) -> Report:
                 "pte", "pte", cfg.backend, backend=cfg.backend, cpu_only=True, error=exc
             )
         candidates.append(pte)
+    if cfg.aoti:
+        from migrate.verify import aoti
+
+        programs = {c.method: c.ep for c in candidates if c.kind == "exported_program"}
+        if not programs:
+            raise VerifyError(
+                "usage", "--aoti compiles the exported program: not with --no-default-candidates"
+            )
+        candidates += aoti.package_candidates(
+            programs, target.name, devices, out_dir, artifacts, cfg.root, cfg.debug
+        )
     for spec in cfg.candidates:
         candidates.append(_candidate_from_spec(spec, cfg))
 
@@ -917,13 +946,17 @@ def _divergence(
             "note": f"{sample.name} changes an input the program was specialised to "
             "(see the specialised notes)",
         }
-    if cand.ep_source == "lowered-from":
+    if cand.ep_source in ("lowered-from", "compiled-from"):
         ep_cell = next((c for c in cells if c.candidate == "exported" and c.device == "cpu"), None)
         if ep_cell is not None and ep_cell.status == "pass":
+            step = (
+                f"lowering ({cand.backend})"
+                if cand.ep_source == "lowered-from"
+                else "AOTInductor's compiled kernels"
+            )
             return {
                 "operator": None,
-                "note": f"the exported program matches; the difference comes from lowering "
-                f"({cand.backend})",
+                "note": f"the exported program matches; the difference comes from {step}",
             }
     try:
         with quiet(cfg.debug):
@@ -968,10 +1001,13 @@ class ConvertResult:
     together_s: float | None = None  # several methods: seconds to lower them together
     max_abs: dict[str, float] = field(default_factory=dict)  # method -> the .pte's max abs error
     timings: dict[str, float] = field(default_factory=dict)  # stage -> seconds
+    packages: list[Any] = field(default_factory=list)  # --aoti: aoti.Package per method
+    # --aoti without a .pte: why lowering failed (the .pt2 and the packages were written)
+    pte_error: VerifyError | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "verdict": "mismatch" if self.mismatch else "pass",
+            "verdict": "mismatch" if self.mismatch else ("error" if self.pte_error else "pass"),
             "pt2": {m: str(p) for m, p in self.pt2.items()},
             "pte": None if self.pte is None else str(self.pte),
             "backend": self.backend,
@@ -979,8 +1015,20 @@ class ConvertResult:
             "recovery": [r.to_json() for r in self.recoveries.values()],
             "max_abs": {m: json_float(v) for m, v in self.max_abs.items()},
             "mismatch": self.mismatch,
+            "pte_error": None
+            if self.pte_error is None
+            else {"stage": self.pte_error.stage, "message": self.pte_error.message},
             "notes": self.notes,
             "timings": {k: round(v, 3) for k, v in self.timings.items()},
+            "aoti": [
+                {
+                    "method": p.method,
+                    "device": p.device,
+                    "path": str(p.path),
+                    "compile_s": round(p.compile_s, 3),
+                }
+                for p in self.packages
+            ],
         }
 
     def timing_lines(self) -> list[str]:
@@ -1010,6 +1058,11 @@ class ConvertResult:
                 + (f", together in {self.together_s:.1f} s" if self.together_s else "")
                 + "; "
                 f"checked on {self.samples} samples)"
+            )
+        for p in self.packages:
+            out.append(
+                f"wrote {p.path}  (AOTInductor package, method {p.method}, device {p.device}; "
+                f"compiled in {p.compile_s:.1f} s; checked on {self.samples} samples)"
             )
         for m, rec in self.recoveries.items():
             if rec.why:
@@ -1043,8 +1096,13 @@ def run_convert(
     rtol: float | None = None,
     atol: float | None = None,
     root: Path | None = None,
+    aoti: bool = False,
+    device: str = "cpu",
+    dynamic_batch: int | None = None,
 ) -> ConvertResult:
-    """`root`: the folder the outputs must stay in (a batch's --out; default: `out`)."""
+    """`root`: the folder the outputs must stay in (a batch's --out; default: `out`).
+    `aoti`: also an AOTInductor package per method, compiled for `device` and checked
+    against the archive on the same samples as the .pte (migrate.verify.aoti)."""
     t_start = time.perf_counter()
     timings: dict[str, float] = {}
     if backend not in conv.BACKENDS:
@@ -1052,6 +1110,12 @@ def run_convert(
     check_tolerances(rtol, atol)
     if out.exists() and not out.is_dir():
         raise VerifyError("usage", f"-o {out}: exists and is not a directory")
+    if aoti:
+        from migrate.verify import aoti as aoti_mod
+
+        rn.resolve_devices(device)  # an accelerator that is not here: before any work
+        # No compiler: said before the archive is converted, not after.
+        aoti_mod.check_compiler(str(out / f"{Path(model).stem}.pte"))
     dyn = inp.parse_dynamic_dims(dynamic_dims or [])
     example = inp.example_from_options(
         inputs, input_shapes, seed, 1 + CONVERT_SAMPLES + 3 * len(dyn), max_input_bytes
@@ -1066,6 +1130,7 @@ def run_convert(
     notes: list[str] = []
     methods = archive_methods(ts, example, method, notes)
     load.check_signature(ts, example, methods[0])
+    example, dyn = inp.with_dynamic_batch(example, dyn, dynamic_batch)
     dynamic_shapes = inp.dynamic_shapes_for(example, dyn)
     samples = list(inp.iter_samples(example, CONVERT_SAMPLES, seed, dyn))
     ref_by_method: dict[str, list[Any]] = {}
@@ -1104,15 +1169,19 @@ def run_convert(
         timings.pop("lower (methods together)", None)
     if buffer is None:
         assert lower_error is not None
-        raise lower_error
+        # No .pte: --aoti still makes the .pt2 and the packages, of programs that match.
+        if not aoti or any(_matches(r.ep, samples, ref_by_method[m], tol) for m, r in recs.items()):
+            raise lower_error
     result = ConvertResult({}, None, recs, backend, len(samples), notes, timings=timings)
+    result.pte_error = lower_error if buffer is None else None
     if len(recs) > 1:
         result.together_s = time.perf_counter() - start
     check_start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="migrate-convert-") as tmp:
         pte_tmp = Path(tmp) / "check.pte"
-        pte_tmp.write_bytes(buffer)
-        for m in methods:
+        if buffer is not None:
+            pte_tmp.write_bytes(buffer)
+        for m in methods if buffer is not None else []:
             cand = rn.Candidate(
                 "pte", "pte", backend, backend=backend, make=lambda d, mm=m: rn.pte_runner(
                     pte_tmp, debug, mm
@@ -1122,15 +1191,9 @@ def run_convert(
                 cell = run_candidate(cand, "cpu", samples, ref_by_method[m], tol)
             result.max_abs[m] = cell.max_abs
             if cell.status != "pass":
-                where = cell.worst or {}
-                why = (
-                    cell.error["message"]
-                    if cell.error
-                    else f"{where.get('leaf')} on sample {where.get('sample')}: max abs "
-                    f"{cell.max_abs:.3g}" + (f" ({where['note']})" if where.get("note") else "")
-                )
                 result.mismatch = (
-                    f"the .pte method {m} differs from the archive: {why}; nothing written "
+                    f"the .pte method {m} differs from the archive: {cell_reason(cell)}; "
+                    "nothing written "
                     "(migrate verify shows the details)"
                 )
                 break
@@ -1142,7 +1205,18 @@ def run_convert(
                 stem = path.stem if m == "forward" else f"{path.stem}.{m}"
                 with quiet(debug):
                     result.pt2[m] = conv.save_pt2(rec.ep, out / f"{stem}.pt2", root or out)
-            result.pte = conv.save_pte(buffer, out / f"{path.stem}.pte", root or out)
+            if buffer is not None:
+                result.pte = conv.save_pte(buffer, out / f"{path.stem}.pte", root or out)
+        if aoti:
+            from migrate.verify.aoti import write_packages
+
+            def check(cand: rn.Candidate, m: str) -> str | None:
+                with quiet(debug):
+                    cell = run_candidate(cand, device, samples, ref_by_method[m], tol)
+                return None if cell.status == "pass" else cell_reason(cell)
+
+            programs = {m: r.ep for m, r in recs.items()}
+            write_packages(result, programs, path.stem, out, root or out, device, check, debug)
     timings["total"] = time.perf_counter() - t_start
     return result
 
