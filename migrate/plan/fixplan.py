@@ -1102,7 +1102,8 @@ def writers_wait_for_native_readers(ctx: Context) -> dict[FindingKey, str]:
             loaders = "that loader moves" if len(served) == 1 else "those loaders move"
             holds[finding_key(f)] = (
                 f"serving code outside Python loads `{archive}` ({readers}): it stays "
-                f"TorchScript until {loaders} to ExecuTorch"
+                f"TorchScript until {loaders} to ExecuTorch or to an AOTInductor package "
+                "(`migrate convert --aoti` writes one from this archive)"
             )
     return holds
 
