@@ -16,7 +16,7 @@ tool's recovery path and the ratio; the totals and the median ratio close it.
 
 Run:  python benchmarks/convert_vs_bare.py [--quick] [--only NAME] [--timeout 300]
       [--json rows.json]   (the rows so far are rewritten after every archive)
-      python benchmarks/convert_vs_bare.py --table-from rows.json   (the README's table)
+      python benchmarks/convert_vs_bare.py --table-from rows.json   (docs/performance.md's table)
 Both workers run with the same torch thread count (``--threads``, default 1), and each
 reports its wall and CPU seconds: on a shared machine the CPU ratio is the steadier one.
 Needs timm, torchvision and transformers (``pip install --no-deps timm torchvision==0.28.0
@@ -314,7 +314,7 @@ def _md_cell(r: dict[str, Any]) -> str:
 
 
 def table(rows: list[dict[str, Any]]) -> list[str]:
-    """The README's table (Markdown) of ``rows`` and its summary lines."""
+    """docs/performance.md's table (Markdown) of ``rows`` and its summary lines."""
     out = [
         "| archive | bare | tool | ratio (wall / CPU) | tool's path / lowering |",
         "|---|---|---|---:|---|",

@@ -15,7 +15,7 @@ from migrate.safe_read import DEFAULT_MAX_FILE_SIZE, Skipped, read_checked, size
 
 CUDA_TARGETS = ("13.0", "13.2")
 FORMATS = ("text", "json", "sarif", "github")
-# What the repository wants from the migration (README "Migration intent").
+# What the repository wants from the migration (docs/planner.md, Migration intent).
 INTENTS = ("drop", "keep-scriptable")
 SCRIPTED_FUNCTIONS = ("eager", "compile")
 KNOWN_KEYS = (

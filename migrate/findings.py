@@ -166,6 +166,7 @@ class ScanResult:
     intent: str | None = None  # the migration intent the fixes were planned for
     # Without one: the fixes the run would write under each intent (fixplan.intent_unlocks).
     unlocks: dict[str, int] | None = None
+    evidence: str | None = None  # the `migrate record` evidence file the checks read
 
     def sort(self) -> None:
         self.findings.sort(key=lambda f: (f.path, f.line, f.column, f.rule))

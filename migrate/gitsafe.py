@@ -107,6 +107,18 @@ def run(args: list[str], cwd: str | Path, timeout: float = 60) -> subprocess.Com
     return _git(args, Path(cwd), _environment(overrides), timeout)
 
 
+def inside_work_tree(folder: str | Path) -> bool | None:
+    """Whether git counts `folder` as inside a work tree; None when it cannot say (git
+    missing, or a work tree owned by another user, which git will not read for us)."""
+    try:
+        proc = run(["rev-parse", "--is-inside-work-tree"], folder, timeout=30)
+    except GitUnavailable:
+        return None
+    if proc.returncode != 0 and b"dubious ownership" in proc.stderr:
+        return None
+    return proc.returncode == 0 and proc.stdout.strip() == b"true"
+
+
 # `git ls-files -v` tags: lowercase marks assume-unchanged, S (s with both) skip-worktree.
 _HIDDEN_MARKS = {"h": "assume-unchanged", "S": "skip-worktree", "s": "assume-unchanged"}
 _FILE_MODES = ("100644", "100755")

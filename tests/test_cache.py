@@ -67,3 +67,32 @@ def test_new_and_deleted_files(cached):
     assert ("new.py", 2, "MIG116") in scan()
     (tree / "pkg" / "new.py").unlink()
     assert [f for f in scan() if f[0] == "new.py"] == []
+
+
+def test_a_same_size_same_mtime_replacement_is_seen(cached):
+    """`tar -x`, `cp -p` and rsync leave a replaced file its old size and mtime: the cache
+    still sees the new content (the inode or the ctime moved), so no finding hides."""
+    tree, scan = cached
+    hostile = "import torch\ny = torch.jit.script(f)\n"
+    benign = "#".ljust(len(hostile) - 1, "x") + "\n"
+    late = tree / "pkg" / "late.py"
+    late.write_text(benign)
+    assert scan() == [("model.py", 3, "MIG102")]
+    old = late.stat()
+
+    def same_stamp(path):
+        os.utime(path, ns=(old.st_atime_ns, old.st_mtime_ns))
+        assert (path.stat().st_size, path.stat().st_mtime_ns) == (old.st_size, old.st_mtime_ns)
+
+    new = late.with_name("late.new")
+    new.write_text(hostile)
+    same_stamp(new)
+    os.replace(new, late)  # a new inode, as tar and rsync write it
+    assert ("late.py", 2, "MIG101") in scan()
+    # In place (the same inode), content and mtime put back: only the ctime moved.
+    late.write_text(benign)
+    same_stamp(late)
+    assert [f for f in scan() if f[0] == "late.py"] == []
+    late.write_text(hostile)
+    same_stamp(late)
+    assert ("late.py", 2, "MIG101") in scan()

@@ -72,3 +72,43 @@ def test_a_flag_given_a_value_reads_the_value_as_a_path(tmp_path):
     run = run_cli(["scan", "--exit-zero", "true", "m.py"], tmp_path)
     assert run.code == 2
     assert run.stderr.strip() == "error: true: no such file or directory"
+
+
+def _flat(text: str) -> str:
+    """The help as one line, a word wrapped at its hyphen (`keep-` / `scriptable`) joined."""
+    return " ".join(re.sub(r"(\w)-\n\s+", r"\1-", text).split())
+
+
+@pytest.mark.parametrize("command", ["scan", "apply", "report"])
+def test_help_says_what_happens_without_intent_and_what_j_defaults_to(command):
+    flat = _flat(help_text(command))
+    intent = flat.split("--intent INTENT", 1)[1].split(" --", 1)[0]
+    assert "keep-scriptable" in intent and "each site is decided alone" in intent, intent
+    jobs = flat.split("-j, --jobs N", 1)[1].split(" --", 1)[0]
+    assert "Default (and 0): one per CPU" in jobs, jobs
+
+
+def test_the_jobs_help_names_the_engines_threshold():
+    from migrate.scan.engine import PARALLEL_THRESHOLD
+
+    assert f"none (this process) for under {PARALLEL_THRESHOLD} files to parse" in _flat(
+        help_text("scan")
+    )
+
+
+def test_every_apply_option_the_docs_use_is_in_help():
+    """README.md, docs/*.md and the pre-commit hooks show `migrate apply` lines; each option
+    they pass is one `apply --help` lists (`--pre-commit` was hidden once)."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    texts = [root / "README.md", root / ".pre-commit-hooks.yaml", *sorted(root.glob("docs/*.md"))]
+    listed = set(re.findall(r"--[a-z][a-z-]+", help_text("apply")))
+    used = {
+        option
+        for path in texts
+        for line in re.findall(r"migrate apply[^\n`|]*", path.read_text(encoding="utf-8"))
+        for option in re.findall(r"(?<![\w-])--[a-z][a-z-]+", line.split(" -- ")[0])
+    }
+    assert "--pre-commit" in used
+    assert used <= listed, sorted(used - listed)

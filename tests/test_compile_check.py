@@ -95,8 +95,9 @@ BEFORE = textwrap.dedent(
         torch.testing.assert_close(op_jit(x), op(x))
     """
 )
-# Golden after of `apply --intent drop --unsafe-fixes`: the five resolved captures become
-# compile checks; the mixed list and the indirect parameter stay, left to a person.
+# Golden after of `apply --intent drop --unsafe-fixes`: every capture compared with what it
+# scripted becomes a compile check, the mixed list and the indirect parameter too (the tool
+# cannot tell what they are, and torch.compile takes a function and a module alike).
 AFTER_DROP = textwrap.dedent(
     """\
     import pytest
@@ -144,14 +145,14 @@ AFTER_DROP = textwrap.dedent(
     @pytest.mark.parametrize("op", [rgb_to_hls, Net()])
     def test_mixed(op):
         x = torch.rand(3, 4, 4)
-        op_jit = torch.jit.script(op)
+        op_jit = torch.compile(op, fullgraph=True, backend="aot_eager")
         torch.testing.assert_close(op_jit(x), op(x))
 
 
     @pytest.mark.parametrize("op", [rgb_to_hls], indirect=True)
     def test_indirect(op):
         x = torch.rand(3, 4, 4)
-        op_jit = torch.jit.script(op)
+        op_jit = torch.compile(op, fullgraph=True, backend="aot_eager")
         torch.testing.assert_close(op_jit(x), op(x))
     """
 )

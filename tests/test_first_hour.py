@@ -53,6 +53,27 @@ FORMS = ("archive", "folder of archives", "--manifest", "package.module:callable
         (["convert", "model.pt"], "convert needs example inputs"),
         (["convert", "absent.pt", "--input-shape", "1x3"], "no such file: absent.pt"),
         (["convert"], "give a TorchScript archive"),
+        # Every option's value is read before torch is imported (options.check_options).
+        (["convert", "model.pt", "--input-shape", "1by16"], "--input-shape: malformed"),
+        (["convert", "model.pt", "--input-shape", "0x16"], "size 0: every size must be 1"),
+        (["convert", "model.pt", "--input-shape", "2x-3"], "size -3"),
+        (["convert", "notes.txt", "--input-shape", "0x16"], "'0x16'"),  # the shape, first
+        (["convert", "model.pt", "--input-shape", "2x3:floaty"], "unknown dtype 'floaty'"),
+        (["convert", "model.pt", "--input-shape", "2x3", "--method", "__init__"], "--method"),
+        (["convert", "model.pt", "--input-shape", "2x3", "--backend", "vulkan"], "--backend"),
+        (["convert", "model.pt", "--input-shape", "2x3", "--dynamic-dim", "0:9:1"], "min > max"),
+        (["verify", "model.pt", "--input-shape", "2x3", "--dynamic-dim", "1:0:1:4"], "input 1"),
+        (["verify", "model.pt", "--input-shape", "2x3", "--dynamic-dim", "0:5:9"], "size 2"),
+        (["verify", "model.pt", "--device", "gpu"], "--device: unknown device 'gpu'"),
+        (["verify", "model.pt", "--device", "cuda:x"], "unknown device 'cuda:x'"),
+        (["verify", "model.pt", "--original", "jit"], "--original must be trace or script"),
+        (["verify", "model.pt", "--candidate", "absent.pt2"], "--candidate absent.pt2"),
+        (["verify", "model.pt", "--candidate", "notes.txt"], "expected a .pt2 or .pte"),
+        (["verify", "model.pt", "--inputs", "absent.pt"], "--inputs absent.pt: no such file"),
+        (["verify", "model.pt", "--max-input-bytes", "0"], "--max-input-bytes"),
+        (["verify", "model.pt", "--out", "notes.txt"], "--out notes.txt: exists"),
+        (["verify", "model.pt", "--samples", "many"], "'--samples'"),  # click's, in one line
+        (["convert", "model.pt", "--no-such-flag"], "--no-such-flag"),
     ],
 )
 def test_usage_errors_answer_before_torch_is_imported(tmp_path, args, says):
@@ -106,9 +127,8 @@ def test_exit_code_is_one_while_findings_remain(tmp_path, source, dry, code):
     assert run.code == code, run.stdout + run.stderr
 
 
-def test_readme_states_the_exit_code_rule():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Exit codes", 1)[1].split("\n## ", 1)[0]
+def test_the_docs_state_the_exit_code_rule():
+    section = (ROOT / "docs" / "exit-codes.md").read_text(encoding="utf-8")
     assert "1 while findings remain" in " ".join(section.split())
     row = next(line for line in section.splitlines() if line.startswith("| `apply --dry-run`"))
     assert "findings remain" in row
@@ -281,3 +301,30 @@ def test_a_groups_shared_cause_is_printed_once_under_it(tmp_path, command):
     assert len(members) == 4, run.stdout
     # Under the last member, naming the four.
     assert lines[members[-1] + 1].strip().startswith(f"└ the 4 findings above: {CAUSE}")
+
+
+def test_a_device_from_the_configuration_is_checked_before_torch_too(tmp_path):
+    (tmp_path / "model.pt").write_bytes(b"PK\x05\x06" + b"\0" * 18)
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.migrate.verify]\ndevice = "gpu"\n', encoding="utf-8"
+    )
+    proc, modules = imported_modules(["verify", "model.pt", "--input-shape", "2x3"], tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    [line] = error_lines(proc)
+    assert "pyproject.toml [tool.migrate]: `verify.device` must be auto, cpu" in line, line
+    assert not modules & HEAVY, sorted(modules & HEAVY)
+
+
+def test_a_manifest_row_is_checked_before_torch_too(tmp_path):
+    (tmp_path / "model.pt").write_bytes(b"PK\x05\x06" + b"\0" * 18)
+    (tmp_path / "rows.jsonl").write_text(
+        '{"archive": "model.pt", "input_shapes": "1x16"}\n'
+        '{"archive": "model.pt", "input_shapes": "0x16"}\n',
+        encoding="utf-8",
+    )
+    args = ["convert", "--manifest", "rows.jsonl", "-o", "out"]
+    proc, modules = imported_modules(args, tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    [line] = error_lines(proc)
+    assert "rows.jsonl:2: --input-shape: malformed input spec '0x16': size 0" in line, line
+    assert not modules & HEAVY, sorted(modules & HEAVY)

@@ -322,13 +322,22 @@ def test_drop_removes_export_decorators_and_executor_switches_once_nothing_scrip
 def test_drop_keeps_export_decorators_and_executor_switches_while_a_script_stays(tmp_path):
     root = write_tree(tmp_path / "repo", EXTRAS)
     # It scripts Net, and its `.code` only exists on a TorchScript module: the script stays.
+    # It imports the executor settings, so they apply to that script in its process.
     (root / "show.py").write_text(
-        "import torch\n\nfrom pkg.model import Net\n\n\ndef show():\n"
+        "import torch\n\nimport pkg.speed\nfrom pkg.model import Net\n\n\ndef show():\n"
         "    scripted = torch.jit.script(Net())\n    return scripted.code\n",
         encoding="utf-8",
     )
     found = _scan(root, "--intent", "drop")["findings"]
     held = {f["rule"]: f for f in found if f["rule"] in ("MIG105", "MIG119") and f["line"] != 4}
     assert {r: f["fix"] for r, f in held.items()} == {"MIG105": "assisted", "MIG119": "assisted"}
-    assert "`Net` is still scripted at show.py:7" in held["MIG105"]["message"]
-    assert "`torch.jit.script` at show.py:7 stays" in held["MIG119"]["message"]
+    assert "`Net` is still scripted at show.py:8" in held["MIG105"]["message"]
+    assert "`torch.jit.script` at show.py:8 stays" in held["MIG119"]["message"]
+    # A script that neither imports the settings nor is imported by them runs without them.
+    (root / "show.py").write_text(
+        (root / "show.py").read_text(encoding="utf-8").replace("import pkg.speed\n", ""),
+        encoding="utf-8",
+    )
+    found = _scan(root, "--intent", "drop")["findings"]
+    (switch,) = [f for f in found if f["rule"] == "MIG119" and f["line"] == 3]
+    assert switch["fix"] == "auto", switch["message"]

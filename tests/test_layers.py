@@ -5,15 +5,16 @@ modules of the package, at module level or inside a function, absolute or relati
 modules may import each other, directly or through others, and no stage may import a later
 one. The order:
 
-- shared vocabulary: findings, config, registry, gitsafe, safe_read (and the package's
-  __init__);
+- shared vocabulary: findings, config, registry, gitsafe, safe_read, safe_write, printable
+  (and the package's __init__);
 - scan: migrate/scan/ and migrate/checks/ (the checks are what the scanner runs: a check sees
   one file, and the facts and the fixer reuse their helpers, as later stages may) and
   migrate/record/ (what `migrate record` saw is an input the checks read, like the source);
 - facts, then plan, then fix;
 - migrate/pipeline/: each command's orchestrator, calling the stages in order;
 - report (the migration plan's report runs the apply pipeline as a dry run);
-- migrate/cli/ (the command line) may import everything.
+- migrate/cli/ (the command line) may import everything, and so may migrate/codemod.py (the
+  same apply for LibCST's command line).
 
 migrate/verify/ stands apart: it imports only the shared vocabulary, the scan stage (it reads
 a model's source as the checks do: MIG131's branch analysis) and itself, and only the command
@@ -36,6 +37,8 @@ LAYERS = {
     "registry": SHARED,
     "gitsafe": SHARED,
     "safe_read": SHARED,
+    "safe_write": SHARED,
+    "printable": SHARED,
     "scan": SCAN,
     "checks": SCAN,
     "record": SCAN,
@@ -46,6 +49,7 @@ LAYERS = {
     "report": REPORT,
     "cli": CLI,
     "__main__": CLI,
+    "codemod": CLI,  # LibCST's command line reaches apply through it
     "verify": VERIFY,
 }
 NAMES = {SHARED: "shared", SCAN: "scan", FACTS: "facts", PLAN: "plan", FIX: "fix"}

@@ -161,19 +161,21 @@ def test_precommit_hooks_end_to_end(tmp_path):
     assert "left for review: the migrate-scan hook lists" in proc.stdout
 
 
-# --------------------------------------------------------------------------- README, local
+# --------------------------------------------------------------------------- docs, local
+
+PAGE = ROOT / "docs" / "pre-commit.md"
 
 
-def readme_local_config() -> str:
-    """The README's copy-paste `repo: local` block, verbatim."""
-    section = (ROOT / "README.md").read_text(encoding="utf-8").split("\n## pre-commit\n", 1)[1]
+def local_config() -> str:
+    """docs/pre-commit.md's copy-paste `repo: local` block, verbatim."""
+    section = PAGE.read_text(encoding="utf-8")
     blocks = [b.split("\n", 1)[1] for b in section.split("```yaml")[1:]]
     return next(b.split("```", 1)[0] for b in blocks if "repo: local" in b)
 
 
-def test_readme_local_hooks_match_the_published_ones():
+def test_the_local_hooks_match_the_published_ones():
     published = {h["id"]: h for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())}
-    (repo,) = yaml.safe_load(readme_local_config())["repos"]
+    (repo,) = yaml.safe_load(local_config())["repos"]
     assert repo["repo"] == "local"
     for hook in repo["hooks"]:
         assert hook["language"] == "system"
@@ -181,11 +183,11 @@ def test_readme_local_hooks_match_the_published_ones():
             assert hook[key] == published[hook["id"]][key], (hook["id"], key)
 
 
-def test_readme_clone_form_names_a_commit_and_the_published_hooks():
-    """The README's second block (`repo:` a clone, `rev:` a commit), the form
+def test_the_clone_form_names_a_commit_and_the_published_hooks():
+    """docs/pre-commit.md's second block (`repo:` a clone, `rev:` a commit), the form
     test_precommit_hooks_end_to_end installs: not a placeholder URL or a tag that does not
     exist."""
-    section = (ROOT / "README.md").read_text(encoding="utf-8").split("\n## pre-commit\n", 1)[1]
+    section = PAGE.read_text(encoding="utf-8")
     blocks = [b.split("\n", 1)[1].split("```", 1)[0] for b in section.split("```yaml")[1:]]
     (clone,) = [b for b in blocks if "repo: local" not in b and "repos:" in b]
     (repo,) = yaml.safe_load(clone)["repos"]
@@ -244,9 +246,9 @@ def _only(config: str, hook_id: str) -> str:
 
 
 @pytest.mark.parametrize("hooks", ["both", "migrate-scan", "migrate-fix"])
-def test_readme_local_config_blocks_a_staged_trace_once(local_project, hooks):
+def test_local_config_blocks_a_staged_trace_once(local_project, hooks):
     project, setup, run = local_project
-    config = readme_local_config()
+    config = local_config()
     setup(config if hooks == "both" else _only(config, hooks))
     (project / "bad.py").write_text(BAD, encoding="utf-8")
     (project / "fixable.py").write_text(FIXABLE, encoding="utf-8")

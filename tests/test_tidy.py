@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from migrate.fix.fixer import fix_imports
 from migrate.fix.tidy import configured_line_length, tidy
@@ -279,3 +281,35 @@ def test_names_in_string_annotations_count_but_docstrings_do_not():
         '"""Uses torch and List."""\nfrom typing import List\n\n\n'
         'def f(x: "List[int]"):\n    return x\n'
     )
+
+
+_EXAMPLE = "torch.randn(8, 16, generator=torch.Generator().manual_seed({seed}))"
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    depth=st.integers(min_value=0, max_value=16),
+    count=st.integers(min_value=1, max_value=3),
+    as_dict=st.booleans(),
+    limit=st.integers(min_value=30, max_value=140),
+)
+def test_wrapping_keeps_every_tuple_a_tuple(depth, count, as_dict, limit):
+    """A generated args tuple, wrapped at any indentation and line length, keeps its length:
+    `(x,)` wrapped one item a line keeps its comma (without it, `(x)` is not a tuple)."""
+    from migrate.fix.tidy import _wrap_long_lines
+
+    items = [_EXAMPLE.format(seed=i) for i in range(count)]
+    if as_dict:  # a dict input, as recorded evidence gives one
+        items = ["{" + f'"x{i}": {item}' + "}" for i, item in enumerate(items)]
+    args = "(" + ", ".join(items) + ("," if count == 1 else "") + ")"
+    statement = f"model = torch.export.export(Net().eval(), {args}, strict=False)"
+    block = [" " * 4 * level + "if ready:" for level in range(depth)]
+    text = "\n".join([*block, " " * 4 * depth + statement]) + "\n"
+    for wrapped in (_wrap_long_lines(text, set(), limit), tidy("x = 1\n", text, "m.py")):
+        call = next(
+            n
+            for n in ast.walk(ast.parse(wrapped))
+            if isinstance(n, ast.Call) and ast.unparse(n.func) == "torch.export.export"
+        )
+        assert isinstance(call.args[1], ast.Tuple), wrapped
+        assert len(call.args[1].elts) == count, wrapped

@@ -25,9 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from migrate.checks._edits import drop_statement, replace, replace_with_arg
-from migrate.checks._flow import block_of, bound_name, parent
+from migrate.checks._flow import bound_name, parent
 from migrate.checks._selfcompare import self_comparison
 from migrate.checks.base import Edit, PythonContext
+from migrate.findings import FixKind
 
 # What only a TorchScript module or function has.
 TORCHSCRIPT_ATTRIBUTES = frozenset(
@@ -117,7 +118,7 @@ def eager_route(ctx: PythonContext, call: ast.Call, captured: ast.expr, api: str
             "is not: export it there with example inputs (a person must choose them)"
         )
         if testing:
-            _skip(ctx, call, route, "a TorchScript save or load")
+            _skip(ctx, call, route)
         return route
     if testing and _compared_with_original(ctx, call, captured):
         route.problem = (
@@ -125,6 +126,7 @@ def eager_route(ctx: PythonContext, call: ast.Call, captured: ast.expr, api: str
             "object the comparison would check nothing; compare the exported program "
             "(`torch.export.export(m, args).module()`) with it there"
         )
+        _skip(ctx, call, route)
         return route
     if isinstance(holder, ast.Expr):
         if testing:
@@ -135,7 +137,7 @@ def eager_route(ctx: PythonContext, call: ast.Call, captured: ast.expr, api: str
                 f"`{_short(ctx.source(captured))}`: check export instead, with the inputs it "
                 f"runs on (`{spelled}(m, args)`; the tool sees none)"
             )
-            if not _skip(ctx, call, route, f"that TorchScript can {verb} a module"):
+            if not _skip(ctx, call, route):
                 route.edits = [replace(ctx, call.func, spelled)]
                 route.imports = list(imports)
                 route.display = True
@@ -148,10 +150,14 @@ def eager_route(ctx: PythonContext, call: ast.Call, captured: ast.expr, api: str
         and target == ctx.source(captured).strip()
         and isinstance(holder, (ast.Assign, ast.AnnAssign))
     ):
-        flag = _flag_of(ctx, holder)
-        if flag is not None:
-            text, imports = _deprecation(ctx, holder, flag, api)
-            route.edits = [replace(ctx, holder, text)]
+        found = _flag_of(ctx, holder)
+        if found is not None:
+            block, flag = found
+            text, imports = _deprecation(ctx, holder, flag)
+            first, last = block.body[0], block.body[-1]
+            indent = ctx.index.line_text(first.lineno)[: first.col_offset]
+            start, end = ctx.line_span(first)[0], ctx.line_span(last)[1]
+            route.edits = [Edit(start, end, f"{indent}{text}\n")]
             route.imports = imports
             route.note = (
                 f"`{flag}` only asked for TorchScript: it keeps its place and now warns "
@@ -166,7 +172,7 @@ def eager_route(ctx: PythonContext, call: ast.Call, captured: ast.expr, api: str
     return route
 
 
-def _skip(ctx: PythonContext, call: ast.Call, route: DropRoute, why: str) -> bool:
+def _skip(ctx: PythonContext, call: ast.Call, route: DropRoute) -> bool:
     """A test whose purpose was TorchScript, and that has no export equivalent without
     example inputs, is skipped with the reason (a decorator on the test function): it is
     neither left failing once TorchScript goes nor made to pass by checking nothing."""
@@ -182,7 +188,7 @@ def _skip(ctx: PythonContext, call: ast.Call, route: DropRoute, why: str) -> boo
     indent = ctx.index.line_text(first)[: test.col_offset]
     if indent.strip():
         return False
-    reason = f"TorchScript is dropped (this test checked {why}): test torch.export instead"
+    reason = "TorchScript is dropped; check torch.export instead"  # why: in the finding
     uses_pytest = "pytest" in ctx.table.module_scope.imports
     if uses_pytest:
         decorator, imports = f"@pytest.mark.skip(reason={_quoted(reason)})", []
@@ -359,15 +365,44 @@ def _enclosing_function(ctx: PythonContext, node: ast.AST) -> ast.AST | None:
     return current
 
 
-def _flag_of(ctx: PythonContext, stmt: ast.stmt) -> str | None:
-    """The option an `if` asks when `stmt` is all its body does: a parameter, an argparse
-    attribute (`args.torchscript`) or a setting whose name says TorchScript."""
-    block = block_of(ctx, stmt)
-    if block is None:
-        return None
-    owner, body = block
-    if not isinstance(owner, ast.If) or owner.body is not body or len(body) != 1 or owner.orelse:
-        return None
+def _flag_of(ctx: PythonContext, stmt: ast.stmt) -> tuple[ast.If, str] | None:
+    """The `if` (and the option it asks) whose body only exists to script: `stmt` and what
+    accompanies it there (log lines, a try/except around them, `pass`). The option is a
+    parameter, an argparse attribute (`args.torchscript`), a setting whose name says
+    TorchScript, or a comparison with a mode string naming it."""
+    current: ast.AST | None = stmt
+    while current is not None:
+        holder = parent(ctx, current)
+        if isinstance(holder, ast.If) and not holder.orelse and current in holder.body:
+            if all(_incidental(ctx, s, stmt) for s in holder.body):
+                flag = _option(ctx, holder)
+                return (holder, flag) if flag is not None else None
+            return None
+        if not isinstance(holder, (ast.Try, ast.With, ast.ExceptHandler)):
+            return None
+        current = holder
+    return None
+
+
+def _incidental(ctx: PythonContext, node: ast.stmt, capture: ast.stmt) -> bool:
+    """`node` is the capture statement, or only accompanies it (a log line, `pass`, a
+    try/except or with-block made of such)."""
+    if node is capture or isinstance(node, ast.Pass):
+        return True
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+        func = node.value.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        owner = ctx.source(func.value) if isinstance(func, ast.Attribute) else ""
+        return name == "print" or owner in ("logging", "logger", "log", "LOGGER", "_logger")
+    if isinstance(node, ast.Try):
+        blocks = [node.body, node.orelse, node.finalbody, *(h.body for h in node.handlers)]
+        return all(_incidental(ctx, s, capture) for b in blocks for s in b)
+    if isinstance(node, ast.With):
+        return all(_incidental(ctx, s, capture) for s in node.body)
+    return False
+
+
+def _option(ctx: PythonContext, owner: ast.If) -> str | None:
     test = owner.test
     if isinstance(test, ast.Name):
         name = test.id
@@ -397,12 +432,11 @@ def _parameters(function: ast.AST | None) -> set[str]:
     return {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
 
 
-def _deprecation(ctx: PythonContext, stmt: ast.stmt, flag: str, api: str) -> tuple[str, list]:
+def _deprecation(ctx: PythonContext, stmt: ast.stmt, flag: str) -> tuple[str, list]:
     """`warnings.warn(...)` saying what `flag` does now, spelled for this file."""
     warn, imports = ctx.spell("warnings.warn", ctx.table.scope_for(stmt))
-    verb = "script" if api == "script" else "trace"
     option = f"{flag}=True" if flag.isidentifier() else flag
-    message = f"{option} no longer {verb}s the model: TorchScript is deprecated; use torch.export"
+    message = f"{option} is ignored: TorchScript is deprecated"
     return f"{warn}({_quoted(message)}, DeprecationWarning, stacklevel=2)", list(imports)
 
 
@@ -424,8 +458,6 @@ def report_under_drop(
 ) -> None:
     """Report a capture export cannot take, under drop: the eager route (unsafe), or, where
     it must stay, assisted with the reason (a display fix for a TorchScript-only test)."""
-    from migrate.findings import FixKind
-
     api = "script" if ref.qualname.endswith("script") else "trace"
     route = eager_route(ctx, call, captured, api)
     extra = {"target": target} if target else {}
@@ -481,3 +513,32 @@ def fallback(ctx: PythonContext, call: ast.Call, captured: ast.expr | None) -> d
         Applicability.UNSAFE,
     )
     return {"drop_fallback": (message, fix)}
+
+
+def report_marker_call(rule, ctx: PythonContext, ref) -> bool:
+    """Under drop, `torch.jit.export(f)` / `unused(f)` / `ignore(f)` called as a function (a
+    decorator factory's `return torch.jit.unused(func)`) only marks `f` for the scripting
+    compiler, which nothing runs any more: it becomes `f` (safe). False where it is not such
+    a call."""
+    call = ref.call
+    if (
+        ctx.intent != "drop"
+        or ref.role != "call"
+        or call is None
+        or len(call.args) != 1
+        or call.keywords
+        or isinstance(call.args[0], ast.Starred)
+    ):
+        return False
+    short = ref.qualname.rsplit(".", 1)[-1]
+    ctx.report(
+        rule,
+        call,
+        f"`{short}(...)` only marks its argument for TorchScript (intent drop): it becomes "
+        f"`{_short(ctx.source(call.args[0]))}`",
+        symbol=ref.qualname,
+        edits=[replace_with_arg(ctx, call, call.args[0])],
+        applicability="safe",
+        fix=FixKind.AUTO,
+    )
+    return True

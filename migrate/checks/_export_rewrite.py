@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from migrate.checks import _alt_captures as _alt
 from migrate.checks import _static_inputs as static_inputs
 from migrate.checks._compile_guard import data_read
+from migrate.checks._drop_route import TORCHSCRIPT_ATTRIBUTES
 from migrate.checks._edits import replace_with_arg
 from migrate.checks._export_checks import (
     export_each_call,
@@ -113,6 +114,14 @@ TENSOR_METHODS = frozenset(
 _PATH_SUFFIX = re.compile(r"\.(?P<ext>pth?|ptl)(?P<end>'''|\"\"\"|'|\")(?P<close>\s*\)?)$")
 
 
+# What the capture's name holds after the rewrite, as the capture rules say it.
+HOLDS_PROGRAM = "the name keeps the ExportedProgram, calls go through `.module()`"
+HOLDS_MODULE = (
+    "the name holds the exported program's `.module()`, which its uses call or hand on as "
+    "they did the TorchScript module"
+)
+
+
 @dataclass
 class Fix:
     """Edits plus imports, or the reason a person is needed (then no edits are applied)."""
@@ -130,6 +139,7 @@ class Fix:
     eager: bool = False  # the capture became the module itself (its result is only called)
     each_call: bool = False  # each call became an export check (migrate/checks/_export_checks)
     round_trip: bool = False  # saved and loaded back in place: one program per call structure
+    module_route: bool = False  # the name holds the program's `.module()` (uses call or pass it)
 
     @property
     def auto(self) -> bool:
@@ -400,10 +410,21 @@ def _capture_fix(ctx: PythonContext, call: ast.Call) -> Fix:
     if qual == "torch.jit.trace" and "dynamic_shapes=" not in export:
         export = _shapes_followed(ctx, call, scope, fix, export, called)
     absorbed = False
+    before = (list(fix.edits), list(fix.imports), list(fix.notes), list(fix.members))
     for use in uses:
         replaced = program_use(ctx, use, call, export, scope, fix)
         absorbed |= replaced and use is call
         if not fix.auto:
+            if ctx.intent == "drop" and _module_route(ctx, call, uses):
+                # The repository drops TorchScript: the name holds the exported program's
+                # module, which every use here calls or hands on as the traced module was.
+                fix.edits, fix.imports, fix.notes, fix.members = before
+                fix.problem = None
+                if qual == "torch.jit.trace" and "dynamic_shapes=" not in export:
+                    export = _shapes_followed(ctx, call, scope, fix, export, called, every=True)
+                fix.edits.append(Edit(*ctx.span(call), f"{export}.module()"))
+                fix.module_route = True
+                return fix
             return fix
     if not absorbed:
         fix.edits.append(Edit(*ctx.span(call), export))
@@ -896,11 +917,14 @@ def _differing_call(
     return None
 
 
-def _shapes_followed(ctx, capture: ast.Call, scope: Scope, fix: Fix, export: str, calls) -> str:
+def _shapes_followed(
+    ctx, capture: ast.Call, scope: Scope, fix: Fix, export: str, calls, every: bool = False
+) -> str:
     """A trace records `x.size(0)` as an operation: its module runs on inputs of other shapes
     (another graph, another batch). export fixes the example's sizes, so where a later call
-    passes other tensors than the example, every axis of each positional input becomes
-    `Dim.AUTO` (dynamic where the program allows, the rest kept as traced)."""
+    passes other tensors than the example (or, `every`, where the calls cannot be seen: the
+    module is handed on), every axis of each positional input becomes `Dim.AUTO` (dynamic
+    where the program allows, the rest kept as traced)."""
     example = _example(ctx, capture, "torch.jit.trace")
     if example is None or not example.args or example.keywords:
         return export
@@ -913,16 +937,52 @@ def _shapes_followed(ctx, capture: ast.Call, scope: Scope, fix: Fix, export: str
         ),
         None,
     )
-    if other is None or any(isinstance(a, ast.Starred) for a in other.args):
+    if other is not None and any(isinstance(a, ast.Starred) for a in other.args):
+        return export
+    if other is None and not every:
         return export
     auto = fix.need(ctx.spell("torch.export.Dim", scope))
     inputs = f"({shown[0]},)" if len(shown) == 1 else f"({', '.join(shown)})"
+    if fix.example is not None and fix.example[0].isidentifier():
+        inputs = fix.example[0]  # the name export is given: its tensors are not made again
     spec = f"tuple(dict.fromkeys(range(t.dim()), {auto}.AUTO) for t in {inputs})"
-    fix.note(
-        f"the call on line {other.lineno} passes other inputs than the example: every axis "
-        "is `Dim.AUTO`, as the trace followed their shapes"
+    where = (
+        f"the call on line {other.lineno} passes other inputs than the example"
+        if other is not None
+        else "its calls are out of sight"
     )
+    fix.note(f"{where}: every axis is `Dim.AUTO`, as the trace followed their shapes")
     return f"{export[:-1]}, dynamic_shapes={spec})"
+
+
+def _module_route(ctx: PythonContext, capture: ast.Call, uses: list[ast.expr]) -> bool:
+    """Every use of the capture's result calls it, hands it to a function of the repository
+    (or returns or asserts it), or asks an nn.Module method: a module does for each."""
+    for use in uses:
+        holder = parent(ctx, use)
+        if isinstance(holder, ast.keyword):
+            holder = parent(ctx, holder)
+        if isinstance(holder, ast.Call):
+            if holder.func is use:
+                continue
+            qual = ctx.qualname(holder.func) or ""
+            if qual.startswith(("torch", "executorch")):
+                return False
+            continue
+        if isinstance(holder, (ast.Return, ast.Assert)):
+            continue
+        if isinstance(holder, ast.Attribute) and holder.attr not in TORCHSCRIPT_ATTRIBUTES:
+            continue
+        return False
+    return bool(uses) and use_is_local(ctx, capture)
+
+
+def use_is_local(ctx: PythonContext, capture: ast.Call) -> bool:
+    """The capture is bound to a local name (its uses are all in sight) or used in place."""
+    holder = parent(ctx, capture)
+    return (
+        not isinstance(holder, (ast.Assign, ast.AnnAssign)) or bound_name(ctx, capture) is not None
+    )
 
 
 def _shape(ctx: PythonContext, expr: ast.expr) -> tuple[int, ...] | None:
@@ -1097,11 +1157,54 @@ def _lite_save(ctx: PythonContext, call: ast.Call, program: str, scope: Scope, f
             return
         fix.edits.append(Edit(*ctx.span(call), f"{program}.buffer"))
         return
-    if len(call.args) != 1 or call.keywords or isinstance(call.args[0], ast.Starred):
+    bound = bind_args(call, ("f", "_extra_files"))
+    extra = (bound or {}).get("_extra_files")
+    if bound is None or "f" not in bound or any(kw.arg is None for kw in call.keywords):
         fix.fail(_lite_options(call, 1))
         return
-    path = renamed_path(ctx, call.args[0], ".pte", fix)
-    fix.edits.append(Edit(*ctx.span(call), write_bytes(ctx, fix, path, f"{program}.buffer", scope)))
+    path = renamed_path(ctx, bound["f"], ".pte", fix)
+    text = write_bytes(ctx, fix, path, f"{program}.buffer", scope)
+    if extra is not None:
+        text = _with_side_car(ctx, call, fix, scope, path, extra, text)
+        if text is None:
+            return
+    fix.edits.append(Edit(*ctx.span(call), text))
+
+
+def _with_side_car(
+    ctx: PythonContext, call: ast.Call, fix: Fix, scope: Scope, path: str, extra, write: str
+) -> str | None:
+    """A lite save's `_extra_files` (metadata the archive carried) written beside the `.pte`,
+    one file each: `model.pte.config.txt` for the entry `config.txt`. Only where the save is
+    a statement of its own and its path is a plain name, constant or `str(name)`."""
+    holder = parent(ctx, call)
+    plain = isinstance(call.args[0] if call.args else None, (ast.Name, ast.Constant)) or (
+        isinstance(arg := (call.args[0] if call.args else None), ast.Call)
+        and isinstance(arg.func, ast.Name)
+        and arg.func.id == "str"
+        and len(arg.args) == 1
+        and isinstance(arg.args[0], (ast.Name, ast.Attribute))
+    )
+    if not isinstance(holder, ast.Expr) or not plain:
+        fix.fail(_lite_options(call, 1))
+        return None
+    names = [n for n in ("extra_name", "extra_data") if is_free(ctx, n, scope)]
+    if len(names) != 2:
+        fix.fail(_lite_options(call, 1))
+        return None
+    path_cls = write.split("(", 1)[0]
+    indent = ctx.index.line_text(holder.lineno)[: holder.col_offset]
+    literal = len(path) > 1 and path[0] in "\"'" and path[-1] == path[0]
+    beside = (
+        f"{path[:-1]}.{path[-1]} + extra_name" if literal else f'str({path}) + "." + extra_name'
+    )
+    fix.note(f"`_extra_files` written beside the `.pte` (`{{path}}.{{name}}`, line {call.lineno})")
+    return (
+        f"{write}\n{indent}for extra_name, extra_data in {ctx.source(extra)}.items():\n"
+        f"{indent}    {path_cls}({beside}).write_bytes(\n"
+        f"{indent}        extra_data if isinstance(extra_data, bytes) else extra_data.encode()\n"
+        f"{indent}    )"
+    )
 
 
 def _lite_options(call: ast.Call, positional: int) -> str:

@@ -10,7 +10,12 @@ from collections.abc import Callable, Iterable, Mapping
 from migrate.checks import _static_inputs as static_inputs
 from migrate.checks._drop_route import fallback, report_under_drop
 from migrate.checks._edits import drop_statement, remove_decorator, replace, replace_with_arg
-from migrate.checks._export_rewrite import capture_fix, result_uses
+from migrate.checks._export_rewrite import (
+    HOLDS_MODULE,
+    HOLDS_PROGRAM,
+    capture_fix,
+    result_uses,
+)
 from migrate.checks._flow import parent, reaching_value, scope_names
 from migrate.checks._parametrize import parametrized_values
 from migrate.checks._selfcompare import self_comparison
@@ -200,6 +205,10 @@ class JitScriptToExport(PythonCheck):
             )
             return
         if kind == "unknown" and ctx.intent == "drop":
+            # A test comparing it with what it scripted keeps testing a compiler:
+            # torch.compile takes a function and a module alike.
+            if self.report_self_comparison(ctx, call, ref, arg, kind):
+                return
             report_under_drop(
                 self.rule,
                 ctx,
@@ -250,15 +259,19 @@ class JitScriptToExport(PythonCheck):
             return False
         compile_text, imports = ctx.spell("torch.compile", ref.scope or ctx.table.module_scope)
         name = _short(ctx.source(arg))
-        if self.options.get("intent") == "drop" and kind == "function" and _one_argument(call):
+        if (
+            self.options.get("intent") == "drop"
+            and kind in ("function", "unknown")
+            and _one_argument(call)
+        ):
             # The repository drops TorchScript: the test keeps testing a compiler, dynamo.
             ctx.report(
                 self.rule,
                 call,
-                f"`torch.jit.script` on a function that the comparison on line {line} checks "
-                f"against `{name}` itself: now compared with `{compile_text}({name}, "
-                f"{_COMPILE_CHECK})`, so the test still fails if dynamo cannot capture "
-                "the whole function in one graph (fullgraph) or the captured graph, run "
+                f"`torch.jit.script` on {'a function' if kind == 'function' else f'`{name}`'} "
+                f"that the comparison on line {line} checks against `{name}` itself: now "
+                f"compared with `{compile_text}({name}, {_COMPILE_CHECK})`, so the test still "
+                "fails if dynamo cannot capture it whole in one graph (fullgraph) or the captured graph, run "
                 "through AOTAutograd, gives other numbers (no C++ compiler needed)",
                 symbol=ref.qualname,
                 edits=[
@@ -356,7 +369,7 @@ class JitScriptToExport(PythonCheck):
         else:
             what = (
                 "`torch.jit.script` on a module instance: captured with `torch.export.export` "
-                "(the name keeps the ExportedProgram, calls go through `.module()`)"
+                f"({HOLDS_MODULE if fix.module_route else HOLDS_PROGRAM})"
             )
         ctx.report(
             self.rule,

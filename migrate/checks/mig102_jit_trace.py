@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+import ast
+
 from migrate.checks._drop_route import fallback, report_under_drop
-from migrate.checks._export_rewrite import TRACE_PARAMS, bind_args, capture_fix
+from migrate.checks._export_rewrite import (
+    HOLDS_MODULE,
+    HOLDS_PROGRAM,
+    TRACE_PARAMS,
+    bind_args,
+    capture_fix,
+)
 from migrate.checks.base import PythonCheck, PythonContext, Reference
 from migrate.findings import FixKind
 
@@ -12,6 +20,7 @@ class JitTraceToExport(PythonCheck):
     code = "MIG102"
     verb = "torch.jit.trace"
     why = "freezes control flow and is deprecated"
+    params = TRACE_PARAMS  # how its call binds: the traced object comes first
 
     def on_reference(self, ref: Reference, ctx: PythonContext) -> None:
         if ref.role != "call" or ref.call is None:
@@ -24,7 +33,12 @@ class JitTraceToExport(PythonCheck):
             )
             return
         fix = capture_fix(ctx, ref.call)
-        traced = (bind_args(ref.call, TRACE_PARAMS) or {}).get(TRACE_PARAMS[0])
+        first = ref.call.args[0] if ref.call.args else None
+        traced = (
+            first
+            if first is not None and not isinstance(first, ast.Starred)
+            else (bind_args(ref.call, self.params) or {}).get(self.params[0])
+        )
         if not fix.auto and ctx.intent == "drop" and traced is not None:
             report_under_drop(
                 self.rule,
@@ -60,8 +74,8 @@ class JitTraceToExport(PythonCheck):
         ctx.report(
             self.rule,
             ref.call,
-            f"`{self.verb}` {self.why}; captured with `torch.export.export` (the name keeps the "
-            f"ExportedProgram, calls go through `.module()`){fix.suffix()}",
+            f"`{self.verb}` {self.why}; captured with `torch.export.export` "
+            f"({HOLDS_MODULE if fix.module_route else HOLDS_PROGRAM}){fix.suffix()}",
             symbol=ref.qualname,
             edits=fix.edits,
             imports=fix.imports,

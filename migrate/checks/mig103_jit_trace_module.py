@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from migrate.checks._export_rewrite import TRACE_MODULE_PARAMS
 from migrate.checks.mig102_jit_trace import JitTraceToExport
 
 
@@ -9,3 +10,4 @@ class JitTraceModuleToExport(JitTraceToExport):
     code = "MIG103"
     verb = "torch.jit.trace_module"
     why = "is deprecated"
+    params = TRACE_MODULE_PARAMS

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from migrate.checks._drop_route import report_marker_call
 from migrate.checks._edits import remove_decorator
 from migrate.checks.base import PythonCheck, PythonContext, Reference
 from migrate.findings import FixKind
@@ -23,7 +24,7 @@ class DecoratorRemoval(PythonCheck):
                 symbol=ref.qualname,
                 edits=[remove_decorator(ctx, decorator)],
             )
-        else:
+        elif not report_marker_call(self.rule, ctx, ref):
             ctx.report(
                 self.rule,
                 ref.call or ref.node,

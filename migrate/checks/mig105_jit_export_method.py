@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 
+from migrate.checks._drop_route import report_marker_call
 from migrate.checks._edits import remove_decorator
 from migrate.checks.base import PythonCheck, PythonContext, Reference
 from migrate.findings import Applicability, FixKind
@@ -40,6 +41,8 @@ class JitExportMethod(PythonCheck):
                 "`to_edge_transform_and_lower` (see `migrate explain MIG105`)",
                 fix=FixKind.ASSISTED,
             )
+            return
+        if report_marker_call(self.rule, ctx, ref):
             return
         self.report_reference(
             ref, ctx, "`torch.jit.export` outside a method decorator", fix=FixKind.MANUAL

@@ -18,6 +18,7 @@ import dataclasses
 import re
 from collections.abc import Callable, Mapping
 
+from migrate.checks._drop_route import eager_route
 from migrate.checks._repo_wrappers import RoundTrip, Wrapper, find_wrappers, round_trip
 from migrate.checks._wrapper_export import export_rewrites, result_saves
 from migrate.checks.base import Edit, GroupFix, PythonCheck, PythonContext
@@ -155,6 +156,11 @@ class RepositoryWrapperCall(PythonCheck):
             fix=FixKind.ASSISTED,
             role="wrapper",
             wrapper=w.qual,
+            # Its body (plan.fixplan.join_wrapper_calls: under drop, fixed with the findings
+            # there when each is written on its own).
+            wrapper_file=w.display,
+            body=f"{w.line}-{w.end or w.line}",
+            drop=intent == "drop",
         )
 
     def _export_group(self, ctx: PythonContext, local: dict[str, Wrapper]) -> set[str]:
@@ -179,6 +185,7 @@ class RepositoryWrapperCall(PythonCheck):
             w = r.wrapper
             start = ctx.start(r.node)
             end = ctx.text.index(r.node.name, start) + len(r.node.name)
+            wanted = {(code, *ctx.index.position(ctx.start(n))) for code, n in r.members}
             ctx.add(
                 self.rule,
                 start,
@@ -196,17 +203,25 @@ class RepositoryWrapperCall(PythonCheck):
                 fix=FixKind.AUTO,
                 role="wrapper",
                 wrapper=w.qual,
+                **_eager_fallback(ctx, r.members),
             )
-            wanted = {(code, *ctx.index.position(ctx.start(n))) for code, n in r.members}
             for i, f in enumerate(ctx.findings):
                 if (f.rule, f.line, f.column - 1) in wanted:
+                    # Under drop a capture the tool could only take the eager route for
+                    # keeps that route, should the export wait (no example at a call).
+                    eager = f.get("route") == "eager" and f.autofix is not None
+                    fallback = (f.message.split("; ", 1)[1], f.autofix) if eager else None
                     ctx.findings[i] = dataclasses.replace(
                         f,
                         fix=FixKind.AUTO,
                         message=f"{f.message.split('; ')[0]}; rewritten with its wrapper "
                         f"`{w.name}` (MIG121 at line {w.line}): it moves to torch.export",
                         autofix=Fix((), (), Applicability.UNSAFE, group.name, keys),
-                        data=(*f.data, ("wrapper_body", w.qual)),
+                        data=(
+                            *(kv for kv in f.data if kv[0] != "route"),
+                            ("wrapper_body", w.qual),
+                            *((("drop_fallback", fallback),) if fallback else ()),
+                        ),
                     )
         return {w.qual for w in public}
 
@@ -306,8 +321,33 @@ class RepositoryWrapperCall(PythonCheck):
             # The wrapper's body (plan.fixplan.join_wrapper_calls: fixed with it).
             wrapper_file=w.display,
             body=f"{w.line}-{w.end or w.line}",
+            captures_with=w.capture.api if w.capture is not None and "capture" in roles else None,
             **extra,
         )
+
+
+def _eager_fallback(ctx: PythonContext, members: list[tuple[str, ast.AST]]) -> dict:
+    """The wrapper's own eager route under drop: when every capture in its body can become
+    the object it captures, it keeps its signature and its calls pass nothing new (export
+    waits for example inputs its calls do not pass); it rides on those captures."""
+    if ctx.intent != "drop":
+        return {}
+    captures = [(code, n) for code, n in members if code in ("MIG101", "MIG102")]
+    for _, call in captures:
+        if not (isinstance(call, ast.Call) and call.args):
+            return {}
+        api = "script" if (ctx.qualname(call.func) or "").endswith("script") else "trace"
+        if eager_route(ctx, call, call.args[0], api).problem is not None:
+            return {}
+    if not captures:
+        return {}
+    message = (
+        "under intent drop its body's captures take the eager route (export waits for "
+        "example inputs its calls do not pass): it keeps its signature and returns the "
+        "object it was given, and its calls follow unchanged"
+    )
+    rides = tuple((ctx.path, key) for key in GroupFix(captures).member_keys(ctx))
+    return {"drop_fallback": (message, Fix((), (), Applicability.UNSAFE, rides=rides))}
 
 
 def hold_reason(w: Wrapper, intent: str | None, rewritable: bool, why: str) -> str:

@@ -3,7 +3,7 @@
 In: argv. Out: the exit code and what the command prints or writes. entry.py is the console
 script (`main`): a plain `migrate scan PATH...` goes to scan_command.py without typer; any
 other command line goes to commands.py (typer), which calls the same code. demo.py runs every
-command on the bundled sample; docs.py generates the rule docs and the README table.
+command on the bundled sample; docs.py generates the rule docs.
 """
 
 from migrate.cli.entry import main

@@ -19,12 +19,13 @@ from migrate.cli.scan_command import (
     _sigterm_as_interrupt,
     build_options,
     error_verdict,
-    os_reason,
     progress_bar,
     run_scan,
     shared_flags,
     use_color,
+    write_output,
 )
+from migrate.printable import printable
 
 
 class _PlainArgument(TyperArgument):
@@ -41,6 +42,18 @@ class _PlainArgument(TyperArgument):
         return name if self.required else f"[{name}]"
 
 
+# click's UsageError, whichever click typer runs on (recent typers carry their own copy).
+_UsageError = typer.BadParameter.__mro__[1]
+
+
+class _UsageLine(_UsageError):
+    """A command's usage error in one line, as every other error (click prints the usage and
+    a hint first, four lines in all)."""
+
+    def show(self, file=None) -> None:
+        typer.echo(f"error: {self.format_message()}", err=True)
+
+
 class _PlainHelpGroup(TyperGroup):
     """Help as `--select CODES`: a placeholder names what to type, a flag shows none (typer
     would print the Python type, `--exit-zero <bool>`, which reads as "takes a value")."""
@@ -55,6 +68,14 @@ class _PlainHelpGroup(TyperGroup):
                 elif param.metavar is None and not getattr(param, "is_flag", False):
                     # verify's options: the last word of the name (input_shape -> SHAPE).
                     param.metavar = (param.name or "value").split("_")[-1].upper()
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except _UsageError as exc:
+            if type(exc).__name__ == "NoArgsIsHelpError":  # prints the help, as asked
+                raise
+            raise _UsageLine(exc.format_message(), exc.ctx) from None
 
     def format_commands(self, ctx, formatter) -> None:
         """The command list with each command's whole first sentence (click cuts it at the
@@ -119,12 +140,19 @@ IntentOpt = Annotated[
     typer.Option(
         "--intent",
         metavar="INTENT",
-        help="drop (TorchScript goes entirely) | keep-scriptable (only what warns changes).",
+        help="drop (TorchScript goes entirely) | keep-scriptable (only what warns "
+        "changes). Default: [tool.migrate] intent, else none: each site is decided alone.",
     ),
 ]
 JobsOpt = Annotated[
     int | None,
-    typer.Option("--jobs", "-j", metavar="N", help="Worker processes (0: one per CPU)."),
+    typer.Option(
+        "--jobs",
+        "-j",
+        metavar="N",
+        help="Worker processes. Default (and 0): one per CPU; none (this process) for "
+        "under 48 files to parse.",
+    ),
 ]
 ConfigOpt = Annotated[
     str | None,
@@ -285,13 +313,24 @@ def apply(
     debug: DebugOpt = False,
     evidence: EvidenceOpt = None,
     # The migrate-fix hook's report (.pre-commit-hooks.yaml; migrate/cli/precommit.py).
-    pre_commit: Annotated[bool, typer.Option("--pre-commit", hidden=True)] = False,
+    pre_commit: Annotated[
+        bool,
+        typer.Option(
+            "--pre-commit",
+            help="Report as the migrate-fix pre-commit hook: only what is left (only how many "
+            "when the migrate-scan hook runs too).",
+        ),
+    ] = False,
 ) -> None:
     """Rewrite what can be rewritten; --dry-run shows the diff instead."""
     from migrate.pipeline.apply import copy_tree, out_targets, run_apply
-    from migrate.report.apply_text import render_apply
+    from migrate.report.apply_text import render_apply, unprotected_note
 
     with _errors(debug), _sigterm_as_interrupt():
+        if test_report is not None:
+            from migrate.safe_write import check_output
+
+            check_output(test_report)  # before any work: never written through a symlink
         options, config = build_options(paths, **shared_flags(locals()))
         unsafe = config.unsafe_fixes if unsafe_fixes is None else unsafe_fixes
         targets = list(paths)
@@ -322,18 +361,20 @@ def apply(
                 test_gate=gate,
             )
         for note in result.scan.skipped:
-            typer.echo(f"{note.path}: {note.message}; skipped", err=True)
+            typer.echo(printable(f"{note.path}: {note.message}; skipped"), err=True)
         hook = None
         if pre_commit:
             from migrate.cli.precommit import fix_hook_form
 
             hook = fix_hook_form()
         sys.stdout.write(render_apply(result, dry_run=dry_run, color=use_color(), hook=hook))
+        if result.unprotected and out is None:
+            typer.echo(unprotected_note(result.unprotected, len(result.written)), err=True)
         if result.test_report is not None:
             _report_gate(result.test_report, test_report)
     if result.errors or result.scan.read_nothing:
         raise typer.Exit(EXIT_ERROR)
-    # One rule for every command (README "Exit codes"): 1 while findings remain in the tree;
+    # One rule for every command (docs/exit-codes.md): 1 while findings remain in the tree;
     # a dry run writes nothing, so what it would fix remains too.
     if result.remaining or (dry_run and result.changed):
         raise typer.Exit(EXIT_FINDINGS)
@@ -395,10 +436,7 @@ def _report_gate(report, json_path: Path | None) -> None:
 
     sys.stdout.write(render_text(report))
     if json_path is not None:
-        try:
-            json_path.write_text(json.dumps(report.to_dict(), indent=2) + "\n", encoding="utf-8")
-        except OSError as exc:
-            raise ValueError(f"--test-report {json_path}: {os_reason(exc)}") from None
+        write_output(json_path, json.dumps(report.to_dict(), indent=2) + "\n", "--test-report")
 
 
 @app.command("rules")
@@ -488,6 +526,10 @@ def report(
             raise ValueError(f"--format must be one of {', '.join(RENDERERS)}, not {format}")
         if not os.path.exists(path):
             raise ValueError(f"{path}: no such file or directory")
+        if output:  # before the scan: a symlink there is refused, never written through
+            from migrate.safe_write import check_output
+
+            check_output(output)
         options, _ = build_options([path], **shared_flags(locals()))
         registry = load_registry(verify_results) if verify_results is not None else None
         with progress_bar(True, "planning") as progress:
@@ -502,17 +544,14 @@ def report(
         plan.registry = registry
         rendered = RENDERERS[format](plan)
         if output:
-            try:
-                output.write_text(rendered, encoding="utf-8")
-            except OSError as exc:
-                raise ValueError(f"--output {output}: {os_reason(exc)}") from None
+            write_output(output, rendered)
             # Absolute: `migrate demo` and scripts run it from another folder.
             typer.echo(f"wrote {output.absolute()}", err=True)
         else:
             sys.stdout.write(rendered)
         # The plan lists them too, but a script reading the exit code must see them.
         for err in plan.errors:
-            typer.echo(f"error: {err.path}: {err.message}", err=True)
+            typer.echo(printable(f"error: {err.path}: {err.message}"), err=True)
     if plan.errors:
         raise typer.Exit(EXIT_ERROR)
 
@@ -524,10 +563,11 @@ def docs(
     ] = False,
     root: Annotated[
         Path | None,
-        typer.Option("--root", help="Checkout to write docs/rules.md and README.md in."),
+        typer.Option("--root", help="Checkout to write docs/rules.md (and README.md) in."),
     ] = None,
 ) -> None:
-    """Render docs/rules.md and the README rules table from rules/*.yaml."""
+    """Render docs/rules.md (and a README's rules table, between its markers) from
+    rules/*.yaml."""
     from migrate.cli.docs import default_root, generated_files, write_docs
 
     files = generated_files(root or default_root())

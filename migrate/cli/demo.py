@@ -19,6 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from migrate.gitsafe import inside_work_tree
+from migrate.verify.errors import install_command
+
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent
 
 # Top-level functions in the sample that `migrate verify` can call: they return the model
@@ -43,16 +46,6 @@ class Step:
     args: list[str]
     expected: tuple[int, ...]  # exit codes that mean "worked as designed"
     note: str
-
-
-def _inside_git(folder: Path) -> bool:
-    from migrate import gitsafe
-
-    try:
-        proc = gitsafe.run(["rev-parse", "--is-inside-work-tree"], folder, timeout=10)
-    except gitsafe.GitUnavailable:
-        return False
-    return proc.returncode == 0
 
 
 def find_example_shape(root: Path) -> str | None:
@@ -104,8 +97,7 @@ def _verify_available(app) -> str | None:
     missing = [m for m in ("torch", "executorch") if importlib.util.find_spec(m) is None]
     if missing:
         return (
-            f"{' and '.join(missing)} not installed "
-            "(pip install 'torchscript-migrate[verify]' to see this step)"
+            f"{' and '.join(missing)} not installed ({install_command('verify')} to see this step)"
         )
     return None
 
@@ -134,7 +126,7 @@ def run_demo(
     echo(f"Copied the sample repository to {target}")
 
     apply_args = ["apply", "--unsafe-fixes", "sample"]
-    if _inside_git(base):
+    if inside_work_tree(base) is not False:
         # The copy is untracked inside someone's work tree: apply would refuse to touch it.
         apply_args.insert(1, "--allow-dirty")
     steps = [

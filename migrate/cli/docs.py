@@ -1,5 +1,6 @@
-"""Rule documentation rendered from rules/*.yaml: `migrate explain`, docs/rules.md, the README
-rules table. Never hand-edit the generated files; run `migrate docs`."""
+"""Rule documentation rendered from rules/*.yaml: `migrate explain`, docs/rules.md, and the rules
+table of a README that holds the table's markers. Never hand-edit the generated files; run
+`migrate docs`."""
 
 from __future__ import annotations
 

@@ -12,6 +12,8 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 
+from migrate.printable import printable
+
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 MAX_JOBS = 1024  # --jobs: worker processes
 
@@ -50,9 +52,12 @@ def error_verdict(exc: BaseException, debug: bool) -> tuple[int, str] | None:
         return 130, "interrupted"
     if debug or not isinstance(exc, Exception):
         return None
+    # The message may quote a path or a value from the tree: escaped for the terminal.
     if isinstance(exc, (UsageError, ConfigError, ValueError)):
-        return EXIT_ERROR, f"error: {exc}"
-    return EXIT_ERROR, f"error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)"
+        return EXIT_ERROR, printable(f"error: {exc}")
+    return EXIT_ERROR, printable(
+        f"error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)"
+    )
 
 
 def split_codes(values: list[str] | None, flag: str = "--select") -> list[str] | None:
@@ -191,13 +196,14 @@ def build_options(
 def print_problems(result, echo) -> None:
     """The one line per input that was skipped or could not be read (ScanResult)."""
     for note in result.skipped:
-        echo(f"{note.path}: {note.message}; skipped")
+        echo(printable(f"{note.path}: {note.message}; skipped"))
     for err in result.errors:
-        echo(f"error: {err.path}: {err.message}")
+        echo(printable(f"error: {err.path}: {err.message}"))
 
 
 def _evidence_file(paths, evidence) -> str | None:
-    """issue 28: --evidence FILE, else the scanned root's `.migrate/evidence.json` if any."""
+    """--evidence FILE, else the scanned tree's own `.migrate/evidence.json` when this user's
+    `migrate record` wrote it (migrate.record.default_path); a committed one gets a note."""
     if evidence is not None:
         if not Path(evidence).exists():
             raise ValueError(f"--evidence {evidence}: no such file")
@@ -208,8 +214,20 @@ def _evidence_file(paths, evidence) -> str | None:
         return None  # a scan of files (the pre-commit hook's) reads no evidence
     from migrate.record import default_path
 
-    found = default_path(list(paths))
+    found, note = default_path(list(paths))
+    if note:
+        _stderr_line(printable(note))
     return str(found) if found else None
+
+
+def write_output(output: Path, text: str, flag: str = "--output") -> None:
+    """A report written whole (a temp file renamed over it), never through a symlink."""
+    from migrate.safe_write import write_atomic
+
+    try:
+        write_atomic(output, text.encode("utf-8"))
+    except OSError as exc:
+        raise ValueError(f"{flag} {output}: {os_reason(exc)}") from None
 
 
 def _stderr_line(text: str) -> None:
@@ -240,6 +258,10 @@ def run_scan(
     from migrate.report import FORMATS
 
     try:
+        if output:  # before the scan: a symlink there is refused, never written through
+            from migrate.safe_write import check_output
+
+            check_output(output)
         options, config = build_options(paths, **shared_flags(locals()))
         fmt = format or config.format
         if fmt not in FORMATS:
@@ -254,10 +276,7 @@ def run_scan(
         if result.read_nothing and fmt == "text" and not output:
             rendered = ""  # "no findings in 0 files" under those lines says nothing more
         if output:
-            try:
-                output.write_text(rendered, encoding="utf-8")
-            except OSError as exc:
-                raise ValueError(f"--output {output}: {os_reason(exc)}") from None
+            write_output(output, rendered)
         else:
             sys.stdout.write(rendered)
     except BaseException as exc:

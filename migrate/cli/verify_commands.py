@@ -85,7 +85,9 @@ def _require_extra() -> None:
 
 
 def _fail(exc: VerifyError) -> typer.Exit:
-    typer.echo(f"error: {exc.stage}: {exc.message}", err=True)
+    from migrate.printable import printable
+
+    typer.echo(printable(f"error: {exc.stage}: {exc.message}"), err=True)
     return typer.Exit(2)
 
 
@@ -115,6 +117,19 @@ def _settings(
             settings[key] = config.verify[key]
             used.append(key)
     return settings, (str(config.path) if config.path else None), used
+
+
+def _check_options(debug: bool, **values) -> None:
+    """Every option torch is not needed to judge, before torch is imported (a usage error
+    costs a fraction of a second): one line naming the option and the cause, exit 2."""
+    from migrate.verify.options import check_options
+
+    try:
+        check_options(**values)
+    except VerifyError as exc:
+        if debug:
+            raise
+        raise _fail(exc) from None
 
 
 def _warn_trust(trust: bool, target: str) -> None:
@@ -174,19 +189,13 @@ _FORMS = (
 )
 
 
-def _looks_callable(spec: str) -> bool:
-    """`package.module:callable` as migrate.verify.load reads it (that module imports torch)."""
-    mod, sep, attr = spec.rpartition(":")
-    return bool(sep and mod and attr) and all(
-        p.isidentifier() for p in (*mod.split("."), *attr.split("."))
-    )
-
-
 def _target_problem(
     target: str | None, manifest: Path | None, callables: bool
 ) -> VerifyError | None:
     """What is wrong with the named archive, callable or manifest, found without torch."""
     import zipfile
+
+    from migrate.verify.options import is_callable_spec
 
     if manifest is not None and not manifest.is_file():
         why = "is a directory" if manifest.is_dir() else "no such file"
@@ -194,7 +203,7 @@ def _target_problem(
     if target is None or os.path.isdir(target):
         return None
     if not os.path.exists(target):
-        if callables and _looks_callable(target):
+        if callables and is_callable_spec(target):
             # The top-level package can be found (finding it runs none of its code).
             top = target.rpartition(":")[0].split(".")[0]
             if os.getcwd() not in sys.path:  # as import_callable does
@@ -211,6 +220,18 @@ def _target_problem(
     if not zipfile.is_zipfile(target):
         return VerifyError("load", f"{target} is not a TorchScript archive (not a zip archive)")
     return None
+
+
+def _check_outputs(out: Path, names: list[str]) -> None:
+    """Before torch is imported: an artifact the run would write where a symlink is (a
+    checkout can ship `model.pte -> ../victim`) is refused, in one line."""
+    from migrate.safe_write import UnsafeOutput, check_output
+
+    for name in names:
+        try:
+            check_output(out / name, out)
+        except UnsafeOutput as exc:
+            raise _fail(VerifyError("output", str(exc))) from None
 
 
 def _check_target(target: str | None, manifest: Path | None, callables: bool, debug: bool) -> None:
@@ -412,6 +433,11 @@ def verify(
         raise _fail(VerifyError("usage", f"--threads must be at least 1, not {threads}"))
     if bench_runs < 1:
         raise _fail(VerifyError("usage", f"--bench-runs must be at least 1, not {bench_runs}"))
+    _check_options(
+        debug, inputs=inputs, input_shapes=input_shape or (), dynamic_dims=dynamic_dim or (),
+        device=device, method=method, backend=backend, original=original,
+        candidates=candidate or (), max_input_bytes=max_input_bytes, out=out,
+    )  # fmt: skip
     ray = ray or ray_address is not None
     is_batch = _batch_usage(target, manifest, jobs, timeout, rerun, ray, results)
     _require_extra()  # finds the packages without importing them
@@ -448,6 +474,11 @@ def verify(
             jobs, timeout, rerun, ray, ray_address, fmt,
         )  # fmt: skip
     assert target is not None
+    if out is not None:
+        archive = (
+            [f"{Path(target).stem}{s}" for s in (".pt2", ".pte")] if os.path.isfile(target) else []
+        )
+        _check_outputs(out, ["report.json", "inputs.pt", *archive])
     if evidence is not None:  # issue 28 (migrate/record/verify_inputs.py)
         from migrate.record.verify_inputs import verify_inputs
 
@@ -557,6 +588,10 @@ def convert(
         raise _fail(VerifyError("usage", f"-o {out}: exists and is not a directory"))
     if fmt not in ("text", "json"):
         raise _fail(VerifyError("usage", f"--format must be text or json, not {fmt!r}"))
+    _check_options(
+        debug, inputs=inputs, input_shapes=input_shape or (), dynamic_dims=dynamic_dim or (),
+        method=method, backend=backend, max_input_bytes=max_input_bytes,
+    )  # fmt: skip
     ray = ray or ray_address is not None
     is_batch = _batch_usage(model, manifest, jobs, timeout, rerun, ray, results)
     _require_extra()  # finds the packages without importing them
@@ -578,6 +613,7 @@ def convert(
             jobs, timeout, rerun, ray, ray_address, fmt,
         )  # fmt: skip
     assert model is not None
+    _check_outputs(out, [f"{Path(model).stem}.pt2", f"{Path(model).stem}.pte"])
     from migrate.verify.pipeline import convert_error_json, run_convert
 
     _warn_trust(trust_archive, model)

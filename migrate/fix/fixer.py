@@ -1,4 +1,5 @@
-"""Apply the edits that findings carry, fix up imports, and write files atomically.
+"""Apply the edits that findings carry and fix up imports; what apply writes goes through
+migrate.safe_write.
 
 Nothing is lost: output that does not parse is never written, each file is replaced by
 rename from a temp file in the same folder, and encoding, BOM, newlines and mode are kept.
@@ -9,19 +10,15 @@ from __future__ import annotations
 import ast
 import bisect
 import codecs
+import dataclasses
 import difflib
-import errno
 import io
 import os
 import re
-import signal
 import stat
 import sys
-import tempfile
-import threading
 import tokenize
 from collections.abc import Callable, Collection, Iterable
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,6 +33,7 @@ from migrate.plan.units import (  # noqa: F401 (WITH_UNSAFE, fixable: also impor
     fix_units,
     fixable,
 )
+from migrate.safe_write import TEMP_NAME, TEMP_SUFFIX
 
 MAX_ROUNDS = 5
 
@@ -120,6 +118,38 @@ def line_opcodes(old: list[str], new: list[str]) -> list[tuple[str, int, int, in
     if tail:
         ops.append(("equal", len(old) - tail, len(old), len(new) - tail, len(new)))
     return ops
+
+
+def relocate(findings: list[Finding], before: str, after: str) -> list[Finding]:
+    """`findings` located in the text `before`, moved to where the same lines are in `after`
+    (a report must name the file as it is on disk: the original after a dry run, the
+    tidied text after a write). A line that changed maps to the start of what replaced it."""
+    if before == after or not findings:
+        return findings
+    old = [_body(line) for line in source_lines(before)]
+    new = [_body(line) for line in source_lines(after)]
+    blocks = line_opcodes(old, new)
+    starts = [i1 for _, i1, _, _, _ in blocks]
+
+    def moved(line: int) -> int:
+        index = line - 1  # 0-based line of `before`
+        k = bisect.bisect_right(starts, index) - 1
+        if k < 0:
+            return line
+        tag, i1, _, j1, j2 = blocks[k]
+        if tag == "equal":
+            return j1 + index - i1 + 1
+        return j1 + min(index - i1, max(j2 - j1 - 1, 0)) + 1
+
+    out = []
+    for f in findings:
+        line, end = moved(f.line), moved(f.end_line)
+        out.append(
+            f
+            if (line, end) == (f.line, f.end_line)
+            else dataclasses.replace(f, line=line, end_line=max(end, line))
+        )
+    return out
 
 
 def _body(line: str) -> str:
@@ -703,7 +733,7 @@ def fix_rounds(
         new = apply_edits(current, edits, newline)
         if path.endswith((".py", ".pyi")):
             try:
-                new = fix_imports(new, _import_specs(taken))
+                new = fix_imports(fill_emptied_blocks(new, newline), _import_specs(taken))
             except SyntaxError as exc:
                 result.error = (
                     f"fix produced invalid code (line {exc.lineno}: {exc.msg}); left untouched"
@@ -727,6 +757,38 @@ def fix_rounds(
     return result
 
 
+_EMPTIED = re.compile(r"expected an indented block after .* on line (\d+)")
+
+
+def fill_emptied_blocks(text: str, newline: str = "\n") -> str:
+    """A block whose every statement a fix removed (two executor switches under an `if`,
+    each dropped by its own finding) gets `pass`: each fix alone left a statement there."""
+    for _ in range(50):
+        try:
+            ast.parse(text)
+            return text
+        except SyntaxError as exc:
+            found = _EMPTIED.match(exc.msg or "")
+            if found is None:
+                return text
+            lines = text.split(newline)
+            header = int(found.group(1)) - 1
+            end = header
+            while end < len(lines) and not _ends_header(lines[end]):
+                end += 1
+            if end >= len(lines):
+                return text
+            indent = lines[header][: len(lines[header]) - len(lines[header].lstrip())]
+            lines.insert(end + 1, f"{indent}    pass")
+            text = newline.join(lines)
+    return text
+
+
+def _ends_header(line: str) -> bool:
+    code = line.split("#", 1)[0].rstrip()
+    return code.endswith(":")
+
+
 def apply_units(path: str, text: str, units: Iterable[_Unit], newline: str = "\n") -> str:
     """The file's text with exactly these units written (one round, no re-analysis), or
     ValueError naming why it cannot be (overlapping edits, invalid code): `apply --test`
@@ -740,43 +802,13 @@ def apply_units(path: str, text: str, units: Iterable[_Unit], newline: str = "\n
     new = apply_edits(text, edits, newline)
     if path.endswith((".py", ".pyi")):
         try:
-            new = fix_imports(new, _import_specs(taken))
+            new = fix_imports(fill_emptied_blocks(new, newline), _import_specs(taken))
         except SyntaxError as exc:
             raise ValueError(f"fix produced invalid code (line {exc.lineno}: {exc.msg})") from None
     problem = validate(path, new)
     if problem and validate(path, text) is None:
         raise ValueError(f"fix produced invalid code ({problem})")
     return keep_endings(text, new)
-
-
-# The temp file a write goes through: `.NAME.migrate-PID-XXXXXXXX.migrate-tmp` beside NAME,
-# so that one left by a killed run is recognised, with the run that wrote it.
-TEMP_SUFFIX = ".migrate-tmp"
-_TEMP_NAME = re.compile(r"\.(?P<name>.+)\.migrate-(?P<pid>\d+)-[a-z0-9_]{8}\.migrate-tmp")
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write to a temp file beside `path`, keep its mode, then rename over it."""
-    if os.path.islink(path):
-        # A rename would replace the link by a regular file (issue 15).
-        raise OSError(errno.ELOOP, "is a symlink; not replaced", str(path))
-    mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else 0o644
-    with _signals_held():
-        fd, tmp = tempfile.mkstemp(
-            prefix=f".{path.name}.migrate-{os.getpid()}-", suffix=TEMP_SUFFIX, dir=path.parent
-        )
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.chmod(tmp, mode)
-            os.replace(tmp, path)
-        except BaseException:
-            # Ctrl-C or a full disk: the original is untouched, and so must the folder be.
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
 
 
 def stale_temp_files(folder: str, before: float) -> list[tuple[str, int]]:
@@ -789,7 +821,7 @@ def stale_temp_files(folder: str, before: float) -> list[tuple[str, int]]:
         return []
     stale = []
     for name in names:
-        found = _TEMP_NAME.fullmatch(name)
+        found = TEMP_NAME.fullmatch(name)
         if found is None:
             continue
         pid = int(found["pid"])
@@ -814,23 +846,6 @@ def pid_alive(pid: int) -> bool:
     except OSError:  # EPERM: it runs, as someone else
         return True
     return True
-
-
-@contextmanager
-def _signals_held():
-    """Hold SIGINT/SIGTERM while one file is written, so that neither can land between
-    creating the temp file and cleaning it up; they are delivered right after."""
-    held = {signal.SIGINT, signal.SIGTERM}
-    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not (
-        threading.main_thread()
-    ):
-        yield
-        return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def dirty_files(paths: Iterable[Path]) -> dict[Path, str]:

@@ -1,9 +1,10 @@
 """Make rewritten Python look hand-written: the file gains no lint or format errors.
 
 Runs once per file after all fix rounds, comparing the original text with the fixed one, and
-touches only what the run changed: imports the rewrite left unused, blank-line runs left by
-removed statements, redundant parentheses, nested functions without their blank lines, and
-lines the tool wrote past the project's line length. `tidy(text, text)` returns `text`.
+touches only what the run changed: branches the rewrite settled (identical arms, `if x: pass`),
+imports the rewrite left unused, blank-line runs left by removed statements, redundant
+parentheses, nested functions without their blank lines, and lines the tool wrote past the
+project's line length. `tidy(text, text)` returns `text`.
 """
 
 from __future__ import annotations
@@ -18,13 +19,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from migrate.fix.fixer import keep_endings, line_opcodes
+from migrate.config import ConfigError
+from migrate.fix.fixer import keep_endings, line_opcodes, relocate
+from migrate.fix.settled_branches import collapse_settled_branches
 
 if TYPE_CHECKING:
     from migrate.findings import Finding
     from migrate.fix.fixer import FileFix
 
 DEFAULT_LINE_LENGTH = 88  # ruff's and black's default
+MAX_LINE_LENGTH = 320  # ruff's largest
 _OPEN, _CLOSE = "([{", ")]}"
 
 
@@ -36,8 +40,11 @@ def fix_source(
 
     result = fix_rounds(path, text, analyze, newline, **options)
     if result.error is None and result.fixed != text and path.endswith((".py", ".pyi")):
+        rounds = result.fixed
         # tidy reads every ending as \n; each untouched line gets its own back.
-        result.fixed = keep_endings(text, tidy(text, result.fixed, path))
+        result.fixed = keep_endings(text, tidy(text, rounds, path))
+        # What is left was found in the last round's text; tidying moved its lines.
+        result.remaining = relocate(result.remaining, rounds, result.fixed)
     return result
 
 
@@ -53,6 +60,8 @@ def tidy(original: str, fixed: str, path: str) -> str:
     # each untouched line's own.
     text, before = _lf(fixed), _lf(original)
     try:
+        # First: a collapsed branch can leave an import unused (`if TYPE_CHECKING: pass`).
+        text = collapse_settled_branches(before, text)
         text = remove_unused_imports(before, text, Path(path).name == "__init__.py")
         written = _written_lines(before)
         text = _place_written_imports(text, written)
@@ -211,11 +220,14 @@ def _collapse_blank_lines(original: str, text: str) -> str:
     i = 0
     runs = {start: (run, nxt) for start, run, nxt in _blank_runs(lines)}
     imports_end = _leading_imports_end(text)
+    docstring_end = _module_docstring_end(text)
     while i < len(lines):
         if i in runs:
             run, nxt = runs[i]
             key = (lines[i - 1] if i else "", run, nxt)
             allowed = 2 if not nxt[:1].isspace() else 1
+            if i == docstring_end:
+                allowed = 1  # ruff format: one blank line after the module's docstring
             if i == imports_end and not nxt.startswith(("def ", "class ", "async def ", "@")):
                 allowed = 1  # isort: one blank line between imports and plain code
             if i > 0 and re.match(r"\s*class\b.*:\s*$", lines[i - 1]):
@@ -232,6 +244,19 @@ def _collapse_blank_lines(original: str, text: str) -> str:
         out.append(lines[i])
         i += 1
     return "\n".join(out)
+
+
+def _module_docstring_end(text: str) -> int:
+    """0-based index of the line after the module's docstring (-1: none)."""
+    body = ast.parse(text).body
+    first = body[0] if body else None
+    if (
+        isinstance(first, ast.Expr)
+        and isinstance(first.value, ast.Constant)
+        and isinstance(first.value.value, str)
+    ):
+        return first.end_lineno  # type: ignore[return-value]
+    return -1
 
 
 def _leading_imports_end(text: str) -> int:
@@ -522,16 +547,17 @@ def _explode_block(block: list[str]) -> list[str] | None:
         shift = len(inner) - (len(last) - len(last.lstrip()))
         moved = [parts[0]] + [_shift(p, shift) for p in parts[1:]]
         moved[0] = inner + moved[0]
-        if not _grouping(source, opener, len(items)):
+        if not _grouping(source, opener, closer, len(items)):
             moved[-1] += ","
         out.extend(moved)
     out.append(indent + source[closer:].strip())
     return out
 
 
-def _grouping(source: str, opener: int, items: int) -> bool:
-    """Parentheses that only group one expression: a comma there would make it a tuple."""
-    if source[opener] != "(" or items != 1:
+def _grouping(source: str, opener: int, closer: int, items: int) -> bool:
+    """Parentheses that only group one expression: a comma there would make it a tuple. A
+    comma already after the one item makes them a tuple (`(x,)`): that comma stays."""
+    if source[opener] != "(" or items != 1 or source[opener + 1 : closer].rstrip().endswith(","):
         return False
     before = source[:opener].rstrip()
     return not before or not (before[-1].isalnum() or before[-1] in "_)]}'\"")
@@ -564,7 +590,7 @@ def _wrap(line: str, limit: int, depth: int = 0, explode: bool = False) -> list[
         middle = [inner + body]
     else:
         middle = []
-        comma = "" if _grouping(code, opener, len(items)) else ","
+        comma = "" if _grouping(code, opener, closer, len(items)) else ","
         for item in items:
             line = inner + item + comma
             middle.extend(_wrap(line, limit, depth + 1) if len(line) > limit else [line])
@@ -693,19 +719,29 @@ def _line_length_in(folder: Path) -> int:
 
 
 def _line_length_setting(directory: Path) -> int | None:
+    """The line length set in `directory`, if any. A setting of the wrong type (`[tool] ruff
+    = 5`, `line-length = "wide"`) is a ConfigError naming the file, as the linter itself
+    would refuse it; a file that is not TOML at all is skipped, as before."""
     import configparser
 
     import tomllib
 
     for name in ("ruff.toml", ".ruff.toml"):
-        data = _read_toml(directory / name, tomllib)
-        if data and isinstance(data.get("line-length"), int):
-            return data["line-length"]
-    tool = (_read_toml(directory / "pyproject.toml", tomllib) or {}).get("tool", {})
-    for table in (tool.get("ruff", {}), tool.get("black", {})):
-        value = table.get("line-length", table.get("line_length"))
-        if isinstance(value, int):
-            return value
+        path = directory / name
+        data = _read_toml(path, tomllib)
+        if data and "line-length" in data:
+            return _length(data["line-length"], path, "line-length")
+    path = directory / "pyproject.toml"
+    tool = (_read_toml(path, tomllib) or {}).get("tool", {})
+    if not isinstance(tool, dict):
+        raise ConfigError(f"{path}: `tool` must be a table; not read")
+    for linter in ("ruff", "black"):
+        table = tool.get(linter, {})
+        if not isinstance(table, dict):
+            raise ConfigError(f"{path}: [tool] {linter} must be a table; not read")
+        for key in ("line-length", "line_length"):
+            if key in table:
+                return _length(table[key], path, f"[tool.{linter}] {key}")
     for name in ("setup.cfg", "tox.ini", ".flake8"):
         config = configparser.ConfigParser()
         try:
@@ -716,6 +752,13 @@ def _line_length_setting(directory: Path) -> int | None:
         if value and value.strip().isdigit():
             return int(value)
     return None
+
+
+def _length(value, path: Path, key: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_LINE_LENGTH:
+        wanted = f"an integer from 1 to {MAX_LINE_LENGTH}"
+        raise ConfigError(f"{path}: {key} must be {wanted}, not {value!r}; not read")
+    return value
 
 
 def _read_config(path: Path) -> bytes:

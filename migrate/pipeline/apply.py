@@ -25,13 +25,14 @@ from migrate.fix.fixer import (
     dirty_files,
     encode,
     fix_units,
+    relocate,
     stale_temp_files,
     take_units,
-    write_atomic,
 )
-from migrate.fix.tidy import fix_source
+from migrate.fix.tidy import configured_line_length, fix_source
 from migrate.pipeline.scan import PlannedScanner
 from migrate.plan.fixplan import attach_unlocks, finding_key, held_with_reverted, plan_fixes
+from migrate.safe_write import UnsafeOutput, write_atomic
 from migrate.scan.cache import default_cache_folder, digest
 from migrate.scan.discover import Skipped, UsageError, read_checked
 from migrate.scan.engine import Scanner, ScanOptions
@@ -52,6 +53,8 @@ class ApplyResult:
     links_to_scanned: set[str] = field(default_factory=set)
     # --test: what the project's tests kept and reverted (migrate.fix.testgate.GateReport).
     test_report: Any = None
+    # Folders written in that no git work tree holds: nothing keeps the files' old text.
+    unprotected: list[str] = field(default_factory=list)
 
     @property
     def changed(self) -> list[FileFix]:
@@ -216,6 +219,10 @@ def _run_apply(
     todo = spanning + sorted({p for u in units for p in u.paths} - set(spanning))
     todo = _leave_symlinks(todo, scanner, result)
     todo = [d for d in todo if not _refused_outside(trees, d, result)]
+    # The line length each file is wrapped to, read before any file is written: a malformed
+    # linter setting stops the run here (ConfigError), not halfway through the tree.
+    for display in todo:
+        configured_line_length(scanner.jobs[display].path)
     if not dry_run and not allow_dirty and todo:
         dirty = dirty_files(Path(scanner.jobs[p].path) for p in todo)
         dirty_names = {}
@@ -232,6 +239,7 @@ def _run_apply(
         todo = [p for p in todo if p not in dirty_names]
     if test_gate is not None:
         _apply_gated(result, scanner, trees, todo, units, by_path, test_gate, dry_run, replan)
+        result.unprotected = unprotected_folders(trees.root(d) for d in result.written)
         return result
     riders = _riders_with_edits(units)
     for display in todo:
@@ -252,6 +260,9 @@ def _run_apply(
             replan=_keep_held(by_path[display], held_reasons),
         )
         fix.source_digest = digest(raw)
+        if dry_run:
+            # Nothing is written: what is left is shown where it is in the file on disk.
+            fix.remaining = relocate(fix.remaining, fix.fixed, fix.original)
         result.fixes.append(fix)
         if fix.error:
             result.errors.append(FileError(display, fix.error))
@@ -259,7 +270,16 @@ def _run_apply(
         if fix.changed and not dry_run:
             _write(result, trees, display, path, decoded, fix)
     _count_riders(result, units)
+    result.unprotected = unprotected_folders(trees.root(d) for d in result.written)
     return result
+
+
+def unprotected_folders(folders: Iterable[str]) -> list[str]:
+    """Those of `folders` outside every git work tree (a work tree owned by another user,
+    which git will not read for us, counts as one; no git at all does not)."""
+    from migrate.gitsafe import inside_work_tree
+
+    return [f for f in sorted(set(folders)) if inside_work_tree(f) is False]
 
 
 def _riders_with_edits(units: list) -> dict:
@@ -357,9 +377,10 @@ def _write(
             return
         links = os.stat(path).st_nlink
         write_atomic(path, encode(decoded, fix.fixed))
-    except OSError as exc:
+    except (OSError, UnsafeOutput) as exc:
         # One unwritable folder must not stop the files after it.
-        fix.error = f"cannot write: {_os_reason(exc)}"
+        why = exc.reason if isinstance(exc, UnsafeOutput) else _os_reason(exc)
+        fix.error = f"cannot write: {why}"
         result.errors.append(FileError(display, fix.error))
         return
     result.written.append(display)
@@ -427,6 +448,8 @@ def _apply_gated(
         fixed = apply_units(display, decoded.text, mine, decoded.newline)
         done = {id(f) for f in applied}
         remaining = [f for f in by_path[display] if id(f) not in done]
+        if not dry_run:  # the planned findings' positions are the original text's
+            remaining = relocate(remaining, decoded.text, fixed)
         fix = FileFix(display, decoded.text, fixed, applied, remaining)
         fix.source_digest = read_digests[display]
         result.fixes.append(fix)

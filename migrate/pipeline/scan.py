@@ -54,6 +54,7 @@ class PlannedScanner(Scanner):
             self._early_facts.wait()
         self._last_findings = out.findings
         out.intent = self.options.intent
+        out.evidence = self.options.evidence
         self._unplanned, self._unlinked = out.findings, True  # what findings_under starts from
         if self.kept is not None:  # an unchanged tree: the last run's plan stands
             out.findings = list(self.kept)

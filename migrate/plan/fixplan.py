@@ -206,7 +206,7 @@ def _fall_back(
                 fix=FixKind.AUTO,
                 autofix=fix,
                 message=f"{head}; {message} (its export is held: {reason})",
-                data=(*data, ("route", "eager")),
+                data=(*data, ("route", "eager"), ("fell_back", True)),
             )
         )
         swapped = True
@@ -278,6 +278,7 @@ def join_wrapper_calls(
     arguments the program calls the module with); one the facts find none for stays, and
     holds its wrapper (wrappers_wait_for_examples). A wrapper that only calls wrappers of
     its file (`derived`) has no body findings of its own: its calls ride on those calls'."""
+    findings = _wrappers_fixed_with_their_bodies(findings, allowed)
     calls = [
         f
         for f in findings
@@ -297,12 +298,21 @@ def join_wrapper_calls(
             continue
         edits: tuple = ()
         imports: tuple = ()
-        if call.get("example_param"):
+        eager = any(b.get("route") == "eager" for b in body)  # the wrapper returns its input
+        if call.get("example_param") and not eager:
             example = _example(facts, call)
             if example is None or call.get("result_problem"):
                 continue
             edits, imports = example
-        rides = tuple(finding_key(b) for b in body)
+        # A rider in the body (a wrapper fixed with its own body) is written with what it
+        # rides on: ride on that.
+        rides = tuple(
+            dict.fromkeys(
+                key
+                for b in body
+                for key in (b.autofix.rides if b.autofix and b.autofix.rides else [finding_key(b)])
+            )
+        )
         for save in _result_saves(by_file, call):  # the program it makes, saved here
             key, save_edits, save_imports = save
             f = next(s for s in by_file[call.path] if s.key == key)
@@ -334,6 +344,51 @@ def join_wrapper_calls(
                 imports,
                 Applicability.UNSAFE if unsafe or edits else Applicability.SAFE,
                 rides=rides,
+            ),
+        )
+    return [joined.get(id(f), f) for f in findings]
+
+
+def _wrappers_fixed_with_their_bodies(
+    findings: list[Finding], allowed: Collection[Applicability]
+) -> list[Finding]:
+    """Under drop, a wrapper the group rewrite could not move (it traces, say) whose body's
+    TorchScript findings are each written on their own is migrated by them: its finding
+    rides on theirs (no edit of its own), so that its calls can join it."""
+    wrappers = [
+        f
+        for f in findings
+        if f.rule == "MIG121"
+        and f.get("role") == "wrapper"
+        and f.get("body")
+        and f.autofix is None
+        and f.get("drop")
+    ]
+    if not wrappers:
+        return findings
+    written = written_keys(findings, allowed)
+    by_file: dict[str, list[Finding]] = {}
+    for f in findings:
+        by_file.setdefault(f.path, []).append(f)
+    joined: dict[int, Finding] = {}
+    for w in wrappers:
+        body = [b for b in _wrapper_body(by_file, w) if b is not w]
+        if not body or any(finding_key(b) not in written for b in body):
+            continue
+        head = w.message.split(". ", 1)[0]
+        joined[id(w)] = dataclasses.replace(
+            w,
+            fix=FixKind.AUTO,
+            message=f"{head}. Its body's findings are each rewritten in this run, and it moves "
+            "with them",
+            data=(*w.data, ("unjoined", w.message)),
+            autofix=Fix(
+                (),
+                (),
+                Applicability.UNSAFE
+                if any(b.applicability is Applicability.UNSAFE for b in body)
+                else Applicability.SAFE,
+                rides=tuple(finding_key(b) for b in body),
             ),
         )
     return [joined.get(id(f), f) for f in findings]
@@ -389,7 +444,10 @@ def wrappers_wait_for_examples(ctx: Context) -> dict[FindingKey, str]:
     for call in ctx.findings:
         if call.rule != "MIG121" or not call.get("example_param") or call.autofix is not None:
             continue
-        body = [b for b in _wrapper_body(by_file, call) if b.autofix is not None]
+        # The wrapper's export group waits; a fix of its own (an annotation) does not.
+        body = [
+            b for b in _wrapper_body(by_file, call) if b.autofix is not None and b.autofix.group
+        ]
         stuck = call.get("result_problem")
         if not body or (_example(ctx.facts, call) is not None and not stuck):
             continue
@@ -410,8 +468,8 @@ def wrappers_wait_for_examples(ctx: Context) -> dict[FindingKey, str]:
 
 
 def _unjoined(f: Finding) -> Finding:
-    if f.autofix is None or not f.autofix.rides:
-        return f
+    if f.autofix is None or not f.autofix.rides or f.get("fell_back"):
+        return f  # an eager route taken under drop is the finding's own fix now
     data = tuple((k, v) for k, v in f.data if k != "unjoined")
     return dataclasses.replace(
         f, fix=FixKind.ASSISTED, autofix=None, message=f.get("unjoined", f.message), data=data
@@ -460,7 +518,8 @@ def attach_unlocks(scanner, result) -> None:
 
 
 def tracer_filters_stay_while_traces_do(ctx: Context) -> dict[FindingKey, str]:
-    """MIG118: a TracerWarning filter is dead only when no trace stays in its file."""
+    """MIG118: a TracerWarning filter is dead only when no trace stays in its file: neither
+    a `torch.jit.trace` nor a call of the repository's own wrapper that traces."""
     holds: dict[FindingKey, str] = {}
     filters = [f for f in ctx.findings if f.rule == "MIG118" and f.autofix is not None]
     for flt in filters:
@@ -473,7 +532,8 @@ def tracer_filters_stay_while_traces_do(ctx: Context) -> dict[FindingKey, str]:
         staying = [
             f
             for f in ctx.by_path(flt.path)
-            if f.rule in TRACE_RULES and finding_key(f) not in ctx.written
+            if (f.rule in TRACE_RULES or f.get("captures_with") in _TRACING_SYMBOLS)
+            and finding_key(f) not in ctx.written
         ]
         if staying:
             lines = ", ".join(str(f.line) for f in staying)
@@ -890,7 +950,7 @@ def questions_fold_once_nothing_stays(ctx: Context) -> dict[FindingKey, str]:
             staying = [
                 f
                 for f in ctx.findings
-                if f.symbol in symbols
+                if _compiles(f, symbols)
                 and finding_key(f) not in ctx.written
                 and ctx.facts.capture_at(f.path, f.line, f.column) is None  # type: ignore[attr-defined]
             ]
@@ -912,14 +972,37 @@ def executor_switches_go_with_the_last_script(ctx: Context) -> dict[FindingKey, 
     if ctx.intent != "drop" or not switches:
         return {}
     symbols = _SCRIPTING_SYMBOLS | _TRACING_SYMBOLS
-    staying = [f for f in ctx.findings if f.symbol in symbols and finding_key(f) not in ctx.written]
+    staying = [
+        f for f in ctx.findings if _compiles(f, symbols) and finding_key(f) not in ctx.written
+    ]
     if not staying:
         return {}
-    why = (
-        f"`{staying[0].symbol}` at {staying[0].path}:{staying[0].line} stays "
-        f"({staying[0].rule}), and the setting applies to it"
-    )
-    return {finding_key(f): why for f in switches}
+    holds: dict[FindingKey, str] = {}
+    facts = ctx.facts
+    for switch in switches:
+        # It applies in its own process: to what stays in a module its file imports, or in
+        # a file that imports it (a separate script of the repository runs without it).
+        paths = {f.path for f in staying}
+        reach = facts.reached(switch.path, paths) if facts is not None else paths  # type: ignore[attr-defined]
+        near = [
+            f
+            for f in staying
+            if f.path in reach or (facts is not None and facts.reached(f.path, {switch.path}))  # type: ignore[attr-defined]
+        ]
+        if near:
+            holds[finding_key(switch)] = (
+                f"`{near[0].symbol}` at {near[0].path}:{near[0].line} stays "
+                f"({near[0].rule}), and the setting applies to it"
+            )
+    return holds
+
+
+def _compiles(f: Finding, symbols: frozenset[str]) -> bool:
+    """A finding at something that scripts or traces code: a `ScriptModule` named in an
+    isinstance check or an annotation compiles nothing (only a base class does)."""
+    if f.symbol not in symbols:
+        return False
+    return f.rule != "MIG109" or f.get("role") in (None, "base")
 
 
 def _asking(ctx: Context, name: str) -> list[Finding]:

@@ -30,8 +30,11 @@ def record(
     from migrate.record.run import record as run_record
 
     root = Path.cwd()
+    # The default file belongs in this folder: confined to it (named relative, so that a
+    # refusal names `.migrate` as the user sees it).
+    out, confine = (evidence, None) if evidence is not None else (Path(EVIDENCE_NAME), Path("."))
     try:
-        code = run_record(list(command or []), evidence or root / EVIDENCE_NAME, root)
+        code = run_record(list(command or []), out, root, confine)
     except (ValueError, EvidenceError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None

@@ -18,6 +18,7 @@ site, answers None (with the stale note where there was one).
 from __future__ import annotations
 
 import ast
+import keyword
 from dataclasses import dataclass
 
 from migrate.record.boot._migrate_recorder import tensors_of
@@ -30,6 +31,12 @@ CAPTURES = SCRIPT | TRACE
 LOADS = frozenset({"torch.jit.load", "_load_for_lite_interpreter"})
 LITE_SAVES = frozenset({"ScriptModule._save_for_lite_interpreter"})
 _FLOATS = frozenset({"float32", "float64", "float16", "bfloat16"})
+# What may reach generated code from an evidence file, which comes with the tree: sizes as
+# ints, and names only from these lists (a dtype or device outside them gives no code).
+_DTYPES = _FLOATS | frozenset(
+    "int8 int16 int32 int64 uint8 uint16 uint32 uint64 bool complex64 complex128".split()
+)
+_DEVICES = frozenset({"cpu", "cuda", "mps", "xpu", "meta", "hpu", "mtia"})
 
 
 def site(ctx, node: ast.AST, apis: frozenset[str]) -> Match:
@@ -136,8 +143,22 @@ def calls_of(capture: dict) -> tuple[Calls | None, str | None]:
 # --------------------------------------------------------------------------- code
 
 
+def _size(value) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _key(name) -> str | None:
+    """A recorded dict key as a string literal, for identifiers only (the recorder writes
+    any other key as `<type>`); None for anything else."""
+    if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
+        return None
+    return f'"{name}"'  # an identifier holds no quote or backslash
+
+
 class _Writer:
-    """Example inputs as code: seeded randn for floats, zeros for integers and bools."""
+    """Example inputs as code: seeded randn for floats, zeros for integers and bools. Every
+    value written is rendered from a checked one (`_size`, `_key`, `_DTYPES`, `_DEVICES`);
+    anything else answers None: no code."""
 
     def __init__(self, spell, calls: Calls) -> None:
         self.spell = spell  # qualname -> text (adding its import to the fix)
@@ -145,7 +166,7 @@ class _Writer:
         self.leaf = 0
 
     def value(self, desc: dict) -> str | None:
-        kind = desc["t"]
+        kind = desc.get("t")
         if kind == "tensor":
             return self.tensor(desc)
         if kind == "NoneType":
@@ -158,28 +179,35 @@ class _Writer:
                 return "[" + ", ".join(items) + "]"  # type: ignore[arg-type]
             return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"  # type: ignore[arg-type]
         if kind == "dict":
-            if any(k.startswith("<") for k in desc["items"]):
+            pairs = [(_key(k), self.value(v)) for k, v in desc["items"].items()]
+            if any(k is None or v is None for k, v in pairs):
                 return None
-            items = {k: self.value(v) for k, v in desc["items"].items()}
-            if any(v is None for v in items.values()):
-                return None
-            return "{" + ", ".join(f'"{k}": {v}' for k, v in items.items()) + "}"
+            return "{" + ", ".join(f"{k}: {v}" for k, v in pairs) + "}"
         return None  # a Python scalar or an object: its value is not recorded
 
-    def tensor(self, desc: dict) -> str:
-        axes = self.calls.entry["axes"][self.leaf]
+    def tensor(self, desc: dict) -> str | None:
+        axes = self.calls.entry["axes"]
+        seen = axes[self.leaf] if self.leaf < len(axes) else None
+        recorded = [_size(n) for n in desc["shape"]]
+        if (
+            seen is None
+            or len(seen) != len(recorded)
+            or None in recorded
+            or any(_size(n) is None for sizes in seen for n in sizes)
+        ):
+            return None
         # A varied axis gets its largest size: export specialises sizes 0 and 1.
         shape = [
             max(sizes) if len(sizes) > 1 else size
-            for sizes, size in zip(axes, desc["shape"], strict=True)
+            for sizes, size in zip(seen, recorded, strict=True)
         ]
+        dtype, device = desc["dtype"], desc["device"]
+        if dtype not in _DTYPES or device not in _DEVICES:
+            return None
         seed = self.leaf
         self.leaf += 1
         dims = ", ".join(map(str, shape)) if shape else "()"
-        dtype = desc["dtype"]
-        extra = ""
-        if desc["device"] != "cpu":
-            extra = f', device="{desc["device"]}"'
+        extra = "" if device == "cpu" else f', device="{device}"'
         if dtype in _FLOATS:
             typed = "" if dtype == "float32" else f", dtype={self.spell(f'torch.{dtype}')}"
             generator = f"{self.spell('torch.Generator')}().manual_seed({seed})"
@@ -261,25 +289,40 @@ def dynamic_shapes(ctx, call: ast.Call, spell) -> tuple[str | None, str | None, 
     for leaf, axis, _ in varied:
         by_leaf.setdefault(leaf, []).append(axis)
     text = _auto_spec(spell, calls.entry["args"], by_leaf)
+    if text is None:
+        return (
+            None,
+            None,
+            (
+                f"the recorded calls vary in size ({calls.summary()}) and pass a dict whose "
+                "keys are not Python names: give export's `dynamic_shapes` by hand"
+            ),
+        )
     return text, f"dynamic_shapes from the recorded calls ({calls.summary()})", None
 
 
-def _auto_spec(spell, args: list[dict], by_leaf: dict[int, list[int]]) -> str:
-    """export's `dynamic_shapes` for `args`: `Dim.AUTO` on the axes of each tensor leaf."""
+def _auto_spec(spell, args: list[dict], by_leaf: dict[int, list[int]]) -> str | None:
+    """export's `dynamic_shapes` for `args`: `Dim.AUTO` on the axes of each tensor leaf;
+    None when a dict key is not a name it can write (`_key`)."""
     auto = f"{spell('torch.export.Dim')}.AUTO"
     counter = [0]
 
-    def spec(desc: dict) -> str:
+    def spec(desc: dict) -> str | None:
         if desc["t"] == "tensor":
             leaf = counter[0]
             counter[0] += 1
             axes = by_leaf.get(leaf)
-            return "{" + ", ".join(f"{a}: {auto}" for a in axes) + "}" if axes else "None"
+            return "{" + ", ".join(f"{a:d}: {auto}" for a in axes) + "}" if axes else "None"
         if desc["t"] in ("tuple", "list"):
             inner = [spec(d) for d in desc["items"]]
-            return "(" + ", ".join(inner) + ("," if len(inner) == 1 else "") + ")"
+            if None in inner:
+                return None
+            return "(" + ", ".join(inner) + ("," if len(inner) == 1 else "") + ")"  # type: ignore[arg-type]
         if desc["t"] == "dict":
-            return "{" + ", ".join(f'"{k}": {spec(v)}' for k, v in desc["items"].items()) + "}"
+            pairs = [(_key(k), spec(v)) for k, v in desc["items"].items()]
+            if any(k is None or v is None for k, v in pairs):
+                return None
+            return "{" + ", ".join(f"{k}: {v}" for k, v in pairs) + "}"
         return "None"
 
     return spec({"t": "tuple", "items": args})
@@ -292,8 +335,9 @@ def generated_inputs(spell, shapes: list[list[int]], dynamic: list[list[int]]) -
     leaves = [{"t": "tensor", "shape": s, "dtype": "float32", "device": "cpu"} for s in shapes]
     entry = {"args": leaves, "kwargs": {}, "axes": [[[n] for n in s] for s in shapes], "count": 0}
     args = _Writer(spell, Calls(entry, "")).value({"t": "tuple", "items": leaves})
-    assert args is not None  # tensors only
-    return args, _auto_spec(spell, leaves, dict(enumerate(dynamic)))
+    spec = _auto_spec(spell, leaves, dict(enumerate(dynamic)))
+    assert args is not None and spec is not None  # float32 CPU tensors only
+    return args, spec
 
 
 def _small_example(capture: dict, calls: Calls) -> str | None:

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import time
 from pathlib import Path
 
 from migrate.record import SCHEMA_VERSION
 from migrate.record.boot._migrate_recorder import MAX_SHAPES
 from migrate.safe_read import Skipped, read_checked
+from migrate.safe_write import make_folder, write_atomic
 
 
 class EvidenceError(ValueError):
@@ -87,7 +86,10 @@ def merge_sites(base: list[dict], new: list[dict]) -> list[dict]:
 
 
 def read_evidence(path: Path) -> dict:
-    """The evidence file's data; EvidenceError naming the file and the cause."""
+    """The evidence file's data, checked against its schema (migrate/record/schema.py)
+    before anything reads it; EvidenceError naming the file and the cause."""
+    from migrate.record.schema import Invalid, validate
+
     try:
         # The scan's checked read: a FIFO or a link to /dev/zero named evidence.json
         # in a scanned tree must not hang the scan or fill memory.
@@ -96,6 +98,8 @@ def read_evidence(path: Path) -> dict:
         raise EvidenceError(f"{path}: {exc}") from None
     except OSError as exc:
         raise EvidenceError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except RecursionError:
+        raise EvidenceError(f"{path}: not an evidence file (nested too deeply)") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise EvidenceError(f"{path}: not an evidence file (invalid JSON: {exc})") from None
     if not isinstance(data, dict) or not isinstance(data.get("sites"), list):
@@ -104,6 +108,10 @@ def read_evidence(path: Path) -> dict:
         raise EvidenceError(
             f"{path}: evidence version {data.get('version')!r}, this tool reads {SCHEMA_VERSION}"
         )
+    try:
+        validate(data)
+    except Invalid as exc:
+        raise EvidenceError(f"{path}: not a valid evidence file: {exc}") from None
     return data
 
 
@@ -121,21 +129,16 @@ def read_parts(folder: Path) -> tuple[list[dict], int]:
     return sites, count
 
 
-def write_atomic(path: Path, data: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, indent=1, sort_keys=True)
-            handle.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+def write_evidence(path: Path, data: dict, root: Path | None = None) -> None:
+    """The evidence file written atomically, never through a symlink; with `root` (the
+    folder it belongs in) no folder is created outside it."""
+    make_folder(path.parent, root if root is not None else path.parent)
+    text = json.dumps(data, indent=1, sort_keys=True) + "\n"
+    write_atomic(path, text.encode("utf-8"), root)
 
 
-def merge_run(evidence: Path, parts: Path, exit_code: int) -> dict:
-    """The evidence file with this run's parts added (written atomically)."""
+def merge_run(evidence: Path, parts: Path, exit_code: int, root: Path | None = None) -> dict:
+    """The evidence file with this run's parts added (see write_evidence)."""
     base: dict = {"version": SCHEMA_VERSION, "tool": "torchscript-migrate", "runs": [], "sites": []}
     if evidence.exists():
         base = read_evidence(evidence)
@@ -149,5 +152,5 @@ def merge_run(evidence: Path, parts: Path, exit_code: int) -> dict:
             "sites": len(sites),
         }
     )
-    write_atomic(evidence, base)
+    write_evidence(evidence, base, root)
     return base

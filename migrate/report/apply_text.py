@@ -10,13 +10,15 @@ from rich.console import Console
 from rich.text import Text
 
 from migrate.findings import FixKind
+from migrate.printable import printable, printable_lines
 from migrate.report.causes import cause_line, shared_causes
-from migrate.report.intent import intent_line, shown
+from migrate.report.intent import evidence_line, intent_line, shown
 
 
 def _diff_text(diff: str) -> Text:
+    """The diff coloured; its file names and source lines escaped for the terminal."""
     text = Text()
-    for line in diff.splitlines(keepends=True):
+    for line in printable_lines(diff).splitlines(keepends=True):
         style = None
         if line.startswith(("+++", "---")):
             style = "bold"
@@ -49,9 +51,9 @@ def render_apply(result, dry_run: bool, color: bool = False, hook: str | None = 
         for fix in result.changed:
             out.print(_diff_text(fix.diff()), end="")
     for err in result.errors:
-        out.print(Text(f"error: {err.path}: {err.message}", style="red"))
+        out.print(Text(printable(f"error: {err.path}: {err.message}"), style="red"))
     for note in result.notes:
-        out.print(Text(f"note: {note.path}: {note.message}", style="yellow"))
+        out.print(Text(printable(f"note: {note.path}: {note.message}"), style="yellow"))
     applied = result.applied
     files = len(result.changed)
     verb = "Would fix" if dry_run else "Fixed"
@@ -97,6 +99,9 @@ def render_apply(result, dry_run: bool, color: bool = False, hook: str | None = 
             _print_remaining(out, list(group), held)
     if shown(result.scan):
         out.print(intent_line(result.scan))
+    evidence = evidence_line(result.scan)
+    if evidence:
+        out.print(evidence)
     return buffer.getvalue()
 
 
@@ -105,7 +110,7 @@ def _print_remaining(out: Console, found: list, held: dict) -> None:
     texts = []
     for f in found:
         reason = held.get((f.path, f.key))
-        texts.append(f"{f.message}; not applied: {reason}" if reason else f.message)
+        texts.append(printable(f"{f.message}; not applied: {reason}" if reason else f.message))
     heads, causes = shared_causes(texts)
     where = [f"{f.line}:{f.column}" for f in found]
     for i, (f, head) in enumerate(zip(found, heads, strict=True)):
@@ -113,6 +118,18 @@ def _print_remaining(out: Console, found: list, held: dict) -> None:
             kind = f.fix.value
         else:
             kind = f"auto ({f.applicability}), not applied"
-        out.print(f"  {f.path}:{f.line}:{f.column} {f.rule} [{kind}] {head}")
+        out.print(f"  {printable(f.path)}:{f.line}:{f.column} {f.rule} [{kind}] {head}")
         if i in causes:
             out.print(Text(f"    {cause_line(causes[i], where)}", style="dim"))
+
+
+def unprotected_note(folders: list[str], written: int) -> str:
+    """One line after apply wrote in folders no git work tree holds (it writes there as ruff
+    and black do; the line says how to review first next time)."""
+    where = ", ".join(folders)
+    files = f"{written} file{'s' * (written != 1)}"
+    return (
+        f"note: {where} {'is' if len(folders) == 1 else 'are'} not in a git work tree, so no "
+        f"version control protects the {files} just rewritten; run `migrate apply --dry-run` "
+        "first to see the diff (or --out DIR to write a copy)"
+    )

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from migrate.findings import FixKind, ScanResult
+from migrate.printable import printable
 
 
 def _escape_data(value: str) -> str:
-    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    """A workflow command's text: `%`, CR and LF as the runner reads them, then every other
+    control character escaped (the log viewer runs terminal escapes)."""
+    value = value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return printable(value)
 
 
 def _escape_property(value: str) -> str:

@@ -1,8 +1,10 @@
-"""The migration intent as every report shows it (README "Migration intent")."""
+"""The migration intent, and the evidence read, as every report shows them (docs/planner.md,
+Migration intent)."""
 
 from __future__ import annotations
 
 from migrate.findings import ScanResult
+from migrate.printable import printable
 
 MEANING = {
     "drop": "the repository drops TorchScript: every construct migrates in this run",
@@ -37,3 +39,10 @@ def intent_summary(result: ScanResult) -> dict:
     if result.unlocks is not None:
         out["fixes_by_intent"] = dict(result.unlocks)
     return out
+
+
+def evidence_line(result: ScanResult) -> str | None:
+    """Which evidence file the findings used, when one was read (README "migrate record")."""
+    if result.evidence is None:
+        return None
+    return printable(f"Evidence: {result.evidence} (what `migrate record` saw)")

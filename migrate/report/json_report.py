@@ -22,6 +22,7 @@ def summary(result: ScanResult) -> dict:
         "by_rule": dict(sorted(by_rule.items())),
         "by_fix": {k: by_fix.get(k, 0) for k in ("auto", "assisted", "manual")},
         **intent_summary(result),
+        **({"evidence": result.evidence} if result.evidence is not None else {}),
     }
 
 

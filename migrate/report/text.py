@@ -7,9 +7,10 @@ from collections import Counter
 from itertools import groupby
 
 from migrate.findings import FixKind, ScanResult
+from migrate.printable import printable
 from migrate.registry import all_rules
 from migrate.report.causes import cause_line, shared_causes
-from migrate.report.intent import intent_line, shown
+from migrate.report.intent import evidence_line, intent_line, shown
 
 FIX_STYLE = {FixKind.AUTO: "green", FixKind.ASSISTED: "yellow", FixKind.MANUAL: "magenta"}
 
@@ -56,9 +57,10 @@ def rich_text(lines: list[Line], color: bool) -> str:
 def report_lines(result: ScanResult, rules: dict) -> list[Line]:
     lines: list[Line] = []
     for path, group in groupby(result.findings, key=lambda f: f.path):
-        lines.append([(path, "bold underline")])
+        # Names and messages come from the tree (messages quote its code): escaped.
+        lines.append([(printable(path), "bold underline")])
         found = list(group)
-        heads, causes = shared_causes([f.message for f in found])
+        heads, causes = shared_causes([printable(f.message) for f in found])
         for i, (f, head) in enumerate(zip(found, heads, strict=True)):
             kind = f"{f.fix.value}, {f.applicability}" if f.autofix else f.fix.value
             lines.append(
@@ -77,6 +79,9 @@ def report_lines(result: ScanResult, rules: dict) -> list[Line]:
                 lines.append([("    ", None), (cause_line(causes[i], where), "dim")])
         lines.append([])
     lines += summary_lines(result, rules)
+    evidence = evidence_line(result)
+    if evidence:
+        lines.append([(evidence, None)])
     if result.errors:
         # The error lines themselves go to stderr (migrate.cli), whatever the format.
         n = len(result.errors)

@@ -1,6 +1,11 @@
 """Content-hash cache of per-file scan results, so a repeated scan of an unchanged tree is
-near-instant. Entries are keyed by path and validated by (size, mtime) first, then by a
-BLAKE2 digest of the bytes when the stat changed (a checkout that touched files)."""
+near-instant. Entries are keyed by path and validated by the stat first, then by a BLAKE2
+digest of the bytes when the stat changed (a checkout that touched files).
+
+Size and mtime alone do not tell a file is unchanged: `tar -x`, `cp -p` and rsync give a
+replaced file its old mtime, and same-size content hides then. The stat compared is (size,
+mtime, inode, ctime): writing a file or setting its mtime moves its ctime, and a file put in
+its place has another inode, so either sends the lookup to the digest."""
 
 from __future__ import annotations
 
@@ -40,10 +45,14 @@ def digest(data: bytes) -> bytes:
     return hashlib.blake2b(data, digest_size=16).digest()
 
 
+def stat_key(st: os.stat_result) -> tuple[int, int, int, int]:
+    """What must be unchanged for a file's cached result to stand without reading it."""
+    return st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns
+
+
 @dataclass
 class Entry:
-    size: int
-    mtime_ns: int
+    stat: tuple[int, int, int, int]  # stat_key when the result was stored
     digest: bytes
     result: Any  # engine.FileResult of the first phase
 
@@ -98,16 +107,16 @@ class ResultCache:
             st = source.stat()
         except (OSError, Skipped):
             return None
-        if st.st_size == entry.size and st.st_mtime_ns == entry.mtime_ns:
+        if stat_key(st) == entry.stat:
             return entry.result
-        if st.st_size != entry.size:
+        if st.st_size != entry.stat[0]:
             return None
         try:
             same = digest(source.read()) == entry.digest
         except (OSError, Skipped):
             return None
         if same:
-            entry.mtime_ns = st.st_mtime_ns
+            entry.stat = stat_key(st)
             self.dirty = True
             return entry.result
         return None
@@ -119,7 +128,7 @@ class ResultCache:
             st = os.stat(path)
         except OSError:
             return
-        self.entries[path] = Entry(st.st_size, st.st_mtime_ns, file_digest, result)
+        self.entries[path] = Entry(stat_key(st), file_digest, result)
         self.dirty = True
 
     def save(self) -> None:
@@ -145,10 +154,9 @@ def _stats(paths) -> tuple:
     out = []
     for path in paths:
         try:
-            st = os.stat(path)
-            out.append((path, st.st_size, st.st_mtime_ns))
+            out.append((path, *stat_key(os.stat(path))))
         except OSError:
-            out.append((path, -1, -1))
+            out.append((path, -1, -1, -1, -1))
     return tuple(out)
 
 

@@ -31,7 +31,7 @@ from migrate.checks.base import (
 from migrate.findings import FileError, Finding, ScanResult
 from migrate.registry import Rule, all_rules, select_codes
 from migrate.scan.astwalk import DEEP_RECURSION, _recursion_limit
-from migrate.scan.cache import ResultCache, default_cache_folder, digest
+from migrate.scan.cache import ResultCache, default_cache_folder, digest, stat_key
 from migrate.scan.checkset import TORCHSCRIPT_WORDS, CheckSet  # noqa: F401 (also imported from here)
 from migrate.scan.discover import (
     DEFAULT_MAX_FILE_SIZE,
@@ -893,15 +893,16 @@ def _repo_imports_of(job: _Job) -> set[str]:
 
 
 def _tree_fingerprint(jobs: list[_Job]) -> tuple:
-    """Which files, at which size and mtime: equal fingerprints mean an unchanged tree."""
+    """Which files, with which stat (cache.stat_key): equal fingerprints mean an unchanged
+    tree."""
     stats = []
     for job in jobs:
         try:
             st = os.stat(job.path)
         except OSError:
-            stats.append((job.path, -1, -1))
+            stats.append((job.path, -1, -1, -1, -1))
             continue
-        stats.append((job.path, st.st_size, st.st_mtime_ns))
+        stats.append((job.path, *stat_key(st)))
     return tuple(stats)
 
 

@@ -14,6 +14,7 @@ import csv
 import hashlib
 import io
 import json
+import math
 import os
 import signal
 import subprocess
@@ -26,7 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from migrate.safe_write import UnsafeOutput, check_output, make_folder, open_append, write_atomic
 from migrate.verify.errors import VerifyError, describe
+from migrate.verify.options import check_options
 
 VERDICTS = ("pass", "mismatch", "error", "timeout", "refused")
 EXIT_CODES = {"pass": 0, "mismatch": 1, "error": 2, "timeout": 2, "refused": 2}
@@ -65,6 +68,7 @@ class Job:
     settings: dict[str, Any]
     timeout: float | None = None
     digest: str = ""
+    root: str = ""  # the batch's --out: every artifact stays inside it
 
     @property
     def settings_digest(self) -> str:
@@ -84,6 +88,7 @@ class Job:
             "settings": self.settings,
             "timeout": self.timeout,
             "digest": self.digest,
+            "root": self.root,
         }
 
     @classmethod
@@ -107,42 +112,72 @@ def archives_under(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("*.pt") if p.is_file())
 
 
-def _split_list(value: Any) -> list[str]:
+def _text(raw: dict[str, Any], key: str, where: str, what: str = "a string") -> str | None:
+    value = raw.get(key)
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str) or "\0" in value:
+        raise VerifyError("usage", f"{where}: `{key}` must be {what}, not {_shown(value)}")
+    return value
+
+
+def _split_list(raw: dict[str, Any], key: str, where: str) -> list[str]:
+    value = raw.get(key)
     if value is None or value == "":
         return []
-    if isinstance(value, list):
-        return [str(v) for v in value]
-    return [v for v in str(value).replace(";", " ").split() if v]
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return list(value)
+    if isinstance(value, str):
+        return [v for v in value.replace(";", " ").split() if v]
+    raise VerifyError(
+        "usage",
+        f"{where}: `{key}` must be a list of strings or one string, not {_shown(value)}",
+    )
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 40 else text[:39] + "…"
 
 
 def _number(value: Any, key: str, where: str, kind: type = float) -> Any:
     if value is None or value == "":
         return None
     try:
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise TypeError
+        if not math.isfinite(float(value)):
+            raise VerifyError("usage", f"{where}: `{key}` must be a finite number, not {value!r}")
         out = kind(value)
     except (TypeError, ValueError):
-        raise VerifyError("usage", f"{where}: `{key}` must be a number, not {value!r}") from None
+        raise VerifyError(
+            "usage", f"{where}: `{key}` must be a number, not {_shown(value)}"
+        ) from None
     if out < 0:
         raise VerifyError("usage", f"{where}: `{key}` must be >= 0, not {value!r}")
     return out
 
 
 def _entry(raw: dict[str, Any], base: Path, where: str) -> dict[str, Any]:
-    """A manifest row as ``{archive, timeout, devices, <setting>: value}``, paths resolved."""
+    """A manifest row as ``{archive, timeout, devices, <setting>: value}``, paths resolved.
+    A row may ask for the audit (`trust: false`) but never skip it: only the command line's
+    --trust-archive does, like any setting that would run what a file carries."""
     unknown = sorted(k for k in raw if k not in _MANIFEST_KEYS and raw[k] not in (None, ""))
     if unknown:
         raise VerifyError(
             "usage",
             f"{where}: unknown key {', '.join(unknown)} (known: {', '.join(sorted(_MANIFEST_KEYS))})",
         )
-    if not raw.get("archive"):
+    archive = _text(raw, "archive", where, "a path (a string)")
+    if not archive:
         raise VerifyError("usage", f"{where}: no `archive` path")
-    entry: dict[str, Any] = {"archive": str((base / str(raw["archive"])).resolve())}
-    if raw.get("inputs"):
-        entry["inputs"] = str((base / str(raw["inputs"])).resolve())
+    entry: dict[str, Any] = {"archive": str((base / archive).resolve())}
+    inputs = _text(raw, "inputs", where, "a path (a string)")
+    if inputs:
+        entry["inputs"] = str((base / inputs).resolve())
     for key in ("input_shapes", "dynamic_dims"):
         if raw.get(key):
-            entry[key] = _split_list(raw[key])
+            entry[key] = _split_list(raw, key, where)
     for key in ("rtol", "atol", "timeout"):
         value = _number(raw.get(key), key, where)
         if value is not None:
@@ -152,12 +187,30 @@ def _entry(raw: dict[str, Any], base: Path, where: str) -> dict[str, Any]:
         if value is not None:
             entry[key] = value
     for key in ("method", "backend", "device"):
-        if raw.get(key):
-            entry[key] = str(raw[key])
+        value = _text(raw, key, where)
+        if value:
+            entry[key] = value
     if raw.get("devices"):
-        entry["devices"] = _split_list(raw["devices"])
+        entry["devices"] = _split_list(raw, "devices", where)
     if raw.get("trust") not in (None, ""):
-        entry["trust"] = str(raw["trust"]).lower() in ("1", "true", "yes")
+        if str(raw["trust"]).lower() in ("1", "true", "yes"):
+            sys.stderr.write(
+                f"warning: {where}: `trust` ignored: only --trust-archive on the command line "
+                "loads an archive without its audit\n"
+            )
+        else:
+            entry["trust"] = False
+    try:  # as the command line's, before any worker imports torch
+        for device in entry.get("devices") or [entry.get("device")]:
+            check_options(
+                input_shapes=entry.get("input_shapes", ()),
+                dynamic_dims=entry.get("dynamic_dims", ()),
+                device=device,
+                method=entry.get("method"),
+                backend=entry.get("backend"),
+            )
+    except VerifyError as exc:
+        raise VerifyError("usage", f"{where}: {exc.message}") from None
     return entry
 
 
@@ -245,6 +298,7 @@ def build_jobs(
                     out=str(where_d),
                     settings=s,
                     timeout=entry.get("timeout", timeout),
+                    root=str(out),
                 )
             )
     return jobs
@@ -278,9 +332,10 @@ class ResultsFile:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_folder(path.parent, path.parent)
+        check_output(path)  # appended to, never through a symlink
         torn = path.exists() and path.stat().st_size > 0 and not _ends_with_newline(path)
-        self._fh = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
+        self._fh = open_append(path)
         if torn:  # a killed run left half a line: start ours on a fresh one
             self._fh.write("\n")
 
@@ -302,13 +357,8 @@ def _ends_with_newline(path: Path) -> bool:
 def compact(path: Path) -> None:
     """Rewrite the file with the latest line per archive (a rerun appended newer ones)."""
     latest = read_results(path)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        for record in latest.values():
-            fh.write(json.dumps(record, sort_keys=True) + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    text = "".join(json.dumps(record, sort_keys=True) + "\n" for record in latest.values())
+    write_atomic(path, text.encode("utf-8"))
 
 
 def to_run(
@@ -503,6 +553,7 @@ def _convert(job: Job) -> dict[str, Any]:
         max_input_bytes=s.get("max_input_bytes"),
         rtol=s.get("rtol"),
         atol=s.get("atol"),
+        root=Path(job.root) if job.root else None,
     )
     recovery = [r.to_json() for r in res.recoveries.values()]
     artifacts = {f"pt2:{m}" if m != "forward" else "pt2": str(p) for m, p in res.pt2.items()}
@@ -541,6 +592,7 @@ def _verify(job: Job) -> dict[str, Any]:
         atol=s.get("atol"),
         backend=s.get("backend") or "xnnpack",
         out=Path(job.out),
+        out_root=Path(job.root) if job.root else None,
         trust_archive=bool(s.get("trust")),
         max_input_bytes=s.get("max_input_bytes"),
         method=s.get("method"),
@@ -660,6 +712,10 @@ def run_batch(
     (the jobs' JSON, -j, the callback for each record) runs them elsewhere instead of in local
     worker processes (--ray: migrate.verify.ray_runner.run_on_ray)."""
     start = time.perf_counter()
+    try:
+        check_output(results_path)
+    except UnsafeOutput as exc:
+        raise VerifyError("output", str(exc)) from None
     for job in jobs:
         job.digest = sha256_file(job.archive) if Path(job.archive).is_file() else ""
     previous = read_results(results_path)

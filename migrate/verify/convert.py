@@ -2,22 +2,23 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import io
 import re
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from migrate.safe_write import UnsafeOutput, replacing
 from migrate.verify.errors import VerifyError, describe, quiet
-
-BACKENDS = ("xnnpack", "portable")
+from migrate.verify.options import BACKENDS
 
 
 @dataclass
@@ -332,14 +333,27 @@ def lower(
     raise VerifyError("lower", msg) from (errors[0] if errors else None)
 
 
-def save_pt2(ep: Any, path: Path) -> Path:
+@contextlib.contextmanager
+def output(path: Path, root: Path | None = None) -> Iterator[Path]:
+    """A temp path to write `path` through (migrate.safe_write.replacing): renamed over it
+    once written, never through a symlink nor out of `root`, the chosen output folder."""
     try:
-        torch.export.save(ep, str(path))
-    except Exception as exc:
-        raise VerifyError("export", f"torch.export.save failed: {describe(exc)}") from exc
+        with replacing(path, root) as temp:
+            yield temp
+    except UnsafeOutput as exc:
+        raise VerifyError("output", str(exc)) from None
+
+
+def save_pt2(ep: Any, path: Path, root: Path | None = None) -> Path:
+    with output(path, root) as temp:
+        try:
+            torch.export.save(ep, str(temp))
+        except Exception as exc:
+            raise VerifyError("export", f"torch.export.save failed: {describe(exc)}") from exc
     return path
 
 
-def save_pte(lowered: Lowered | bytes, path: Path) -> Path:
-    path.write_bytes(lowered if isinstance(lowered, bytes) else lowered.buffer)
+def save_pte(lowered: Lowered | bytes, path: Path, root: Path | None = None) -> Path:
+    with output(path, root) as temp:
+        temp.write_bytes(lowered if isinstance(lowered, bytes) else lowered.buffer)
     return path

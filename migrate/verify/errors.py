@@ -24,11 +24,16 @@ STAGES = (
     "export",
     "lower",
     "run",
+    "output",
 )
 
-INSTALL_HINT = (
-    "migrate verify needs torch and executorch: pip install 'torchscript-migrate[verify]'"
-)
+
+def install_command(extra: str) -> str:
+    """How to add an extra: no release is published yet, so from a checkout."""
+    return f"pip install -e '.[{extra}]' in a checkout of torchscript-migrate (docs/install.md)"
+
+
+INSTALL_HINT = f"migrate verify needs torch and executorch: {install_command('verify')}"
 
 
 class VerifyError(Exception):

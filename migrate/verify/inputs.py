@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 import zipfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -19,40 +18,16 @@ from typing import Any
 
 import torch
 
+from migrate.verify import options
 from migrate.verify.errors import VerifyError, describe
-
-DTYPES: dict[str, torch.dtype] = {
-    "float32": torch.float32,
-    "float": torch.float32,
-    "f32": torch.float32,
-    "float64": torch.float64,
-    "double": torch.float64,
-    "f64": torch.float64,
-    "float16": torch.float16,
-    "half": torch.float16,
-    "f16": torch.float16,
-    "bfloat16": torch.bfloat16,
-    "bf16": torch.bfloat16,
-    "int64": torch.int64,
-    "long": torch.int64,
-    "int32": torch.int32,
-    "int": torch.int32,
-    "int16": torch.int16,
-    "int8": torch.int8,
-    "uint8": torch.uint8,
-    "bool": torch.bool,
-}
-
-_SHAPE_RE = re.compile(
-    r"^(?P<shape>\d+(?:x\d+)*|scalar)"
-    r"(?::(?P<dtype>[a-z0-9]+))?"
-    r"(?::(?P<low>-?\d+(?:\.\d+)?)\.\.(?P<high>-?\d+(?:\.\d+)?))?$"
+from migrate.verify.options import (  # noqa: F401 (DynamicDim, parse_dynamic_dims: imported from here)
+    DTYPE_NAMES,
+    DynamicDim,
+    parse_dynamic_dims,
 )
-#: Largest dimension torch takes (a signed 64-bit size); larger ones overflow in C++.
-MAX_DIM = 2**63 - 1
 
-_SCALAR_RE = re.compile(r"^(?P<kind>int|float|bool)=(?P<value>.+)$")
-_DYN_RE = re.compile(r"^(?P<input>\d+):(?P<dim>\d+):(?P<min>\d+):(?P<max>\d+)$")
+#: Shape-spec dtype names -> torch dtypes (the names are read in migrate.verify.options).
+DTYPES: dict[str, torch.dtype] = {name: getattr(torch, to) for name, to in DTYPE_NAMES.items()}
 
 
 @dataclass(frozen=True)
@@ -65,20 +40,6 @@ class TensorSpec:
     high: float | None = None
 
 
-@dataclass(frozen=True)
-class DynamicDim:
-    """``--dynamic-dim INPUT:DIM:MIN:MAX``: input INPUT, dimension DIM ranges over MIN..MAX."""
-
-    input: int
-    dim: int
-    min: int
-    max: int
-
-    @property
-    def label(self) -> str:
-        return f"in{self.input}_d{self.dim}"
-
-
 @dataclass
 class Sample:
     """One set of positional arguments plus where it came from."""
@@ -89,79 +50,11 @@ class Sample:
 
 
 def parse_shape_spec(spec: str) -> TensorSpec | int | float | bool:
-    """Parse ``1x3x224x224:float32``, ``2x7:int64:0..20``, ``scalar:float32`` or ``int=3``.
-
-    Raises ``VerifyError("usage", ...)`` on anything malformed.
-    """
-    s = spec.strip().lower()
-    m = _SCALAR_RE.match(s)
-    if m:
-        kind, value = m["kind"], m["value"]
-        try:
-            if kind == "int":
-                return int(value)
-            if kind == "float":
-                return float(value)
-            if value in ("1", "true", "yes", "on"):
-                return True
-            if value in ("0", "false", "no", "off"):
-                return False
-        except ValueError:
-            pass
-        raise VerifyError("usage", f"malformed input spec {spec!r}: bad {kind} value {value!r}")
-    m = _SHAPE_RE.match(s)
-    if not m:
-        raise VerifyError(
-            "usage",
-            f"malformed input spec {spec!r}: expected DIMxDIM...[:DTYPE[:LOW..HIGH]] "
-            "(e.g. 1x3x224x224:float32, 2x7:int64:0..20) or int=N / float=X / bool=true",
-        )
-    shape = () if m["shape"] == "scalar" else tuple(int(d) for d in m["shape"].split("x"))
-    for d in shape:
-        if d > MAX_DIM:
-            raise VerifyError(
-                "usage", f"malformed input spec {spec!r}: dimension {d} overflows (max {MAX_DIM})"
-            )
-    dtype_name = m["dtype"] or "float32"
-    if dtype_name not in DTYPES:
-        raise VerifyError(
-            "usage",
-            f"malformed input spec {spec!r}: unknown dtype {dtype_name!r} "
-            f"(known: {', '.join(sorted(set(DTYPES)))})",
-        )
-    low = float(m["low"]) if m["low"] is not None else None
-    high = float(m["high"]) if m["high"] is not None else None
-    if low is not None and high is not None and high < low:
-        raise VerifyError("usage", f"malformed input spec {spec!r}: empty range {low}..{high}")
-    return TensorSpec(shape, DTYPES[dtype_name], low, high)
-
-
-def parse_dynamic_dim(spec: str) -> DynamicDim:
-    m = _DYN_RE.match(spec.strip())
-    if not m:
-        raise VerifyError(
-            "usage",
-            f"malformed dynamic dim {spec!r}: expected INPUT:DIM:MIN:MAX (e.g. 0:0:1:64)",
-        )
-    d = DynamicDim(int(m["input"]), int(m["dim"]), int(m["min"]), int(m["max"]))
-    if d.min > d.max:
-        raise VerifyError("usage", f"malformed dynamic dim {spec!r}: min > max")
-    return d
-
-
-def parse_dynamic_dims(specs: Sequence[str]) -> list[DynamicDim]:
-    """Parse ``--dynamic-dim`` values.
-
-    Accepts ``INPUT:DIM:MIN:MAX``; the issue's short form ``INPUT:MIN:MAX``
-    (dimension 0 of INPUT) is accepted too.
-    """
-    out = []
-    for spec in specs:
-        parts = spec.strip().split(":")
-        if len(parts) == 3:
-            spec = f"{parts[0]}:0:{parts[1]}:{parts[2]}"
-        out.append(parse_dynamic_dim(spec))
-    return out
+    """options.parse_shape_spec, with the dtype as torch's."""
+    parsed = options.parse_shape_spec(spec)
+    if not isinstance(parsed, options.ShapeSpec):
+        return parsed
+    return TensorSpec(parsed.shape, DTYPES[parsed.dtype], parsed.low, parsed.high)
 
 
 def materialize(spec: TensorSpec | int | float | bool, gen: torch.Generator) -> Any:

@@ -17,6 +17,7 @@ from torch import nn
 
 from migrate.verify.audit import ArchiveRefused, ArchiveUnreadable, audit_archive, audit_pt2
 from migrate.verify.errors import VerifyError, describe
+from migrate.verify.options import is_callable_spec
 
 
 @dataclass
@@ -29,19 +30,6 @@ class Target:
     reference: Any  # torch.jit.ScriptModule (the TorchScript reference)
     module: nn.Module | None = None  # eager module for callables
     example: tuple[Any, ...] | None = None  # example inputs the callable returned
-
-
-def is_callable_spec(spec: str) -> bool:
-    """``package.module:callable`` (and not a path such as ``C:\\x.pt``)."""
-    if ":" not in spec or os.path.exists(spec):
-        return False
-    mod, _, attr = spec.rpartition(":")
-    return (
-        bool(mod)
-        and bool(attr)
-        and all(p.isidentifier() for p in mod.split("."))
-        and all(p.isidentifier() for p in attr.split("."))
-    )
 
 
 def _check_zip(path: Path, what: str, marker: str) -> list[str]:

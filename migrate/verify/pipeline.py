@@ -11,6 +11,7 @@ from typing import Any
 
 import torch
 
+from migrate.safe_write import UnsafeOutput, make_folder
 from migrate.verify import convert as conv
 from migrate.verify import inputs as inp
 from migrate.verify import load, recover
@@ -45,6 +46,8 @@ class VerifyConfig:
     original: str | None = None
     backend: str = "xnnpack"
     out: Path | None = None
+    # The chosen output folder `out` must stay inside (a batch's --out; default: `out`).
+    out_root: Path | None = None
     bench: bool = False
     bench_runs: int = 10  # at least this many timed calls per runtime
     bench_min_time: float = 0.2  # and at least this much measured time
@@ -56,6 +59,11 @@ class VerifyConfig:
     trust_archive: bool = False  # --trust-archive: load without the audit
     max_input_bytes: int | None = None  # None: a quarter of physical memory
     method: str | None = None  # --method: check this method of the archive only
+
+    @property
+    def root(self) -> Path | None:
+        """The folder every artifact stays in (None: a temp folder of its own)."""
+        return self.out_root or self.out
 
     def settings(self) -> dict[str, Any]:
         return {
@@ -477,7 +485,7 @@ def _archive_candidates(
     buffer, lower_error = lowered_buffer(recs, cfg.backend, cfg.debug)
     pte_path = out_dir / f"{target.name}.pte"
     if buffer is not None:
-        conv.save_pte(buffer, pte_path)
+        conv.save_pte(buffer, pte_path, cfg.root)
         artifacts["pte"] = str(pte_path)
     for m, rec in recs.items():
         suffix = "" if m == "forward" else f":{m}"
@@ -498,7 +506,7 @@ def _archive_candidates(
         )
         pt2_path = out_dir / f"{stem}.pt2"
         with quiet(cfg.debug):
-            conv.save_pt2(ep, pt2_path)
+            conv.save_pt2(ep, pt2_path, cfg.root)
             try:
                 ep2 = torch.export.load(str(pt2_path))
             except Exception as exc:
@@ -683,7 +691,8 @@ def run_verify(cfg: VerifyConfig) -> Report:
     if out_dir is None:
         tmp = tempfile.TemporaryDirectory(prefix="migrate-verify-")
         out_dir = Path(tmp.name)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    if cfg.root is not None:
+        make_output_folder(out_dir, cfg.root)
     artifacts: dict[str, str] = {}
     errors: list[dict[str, str]] = []
 
@@ -707,12 +716,13 @@ def run_verify(cfg: VerifyConfig) -> Report:
             notes.append(f"target modules in training mode: {', '.join(left[:5])}")
 
     if cfg.out is not None:
-        torch.save(tuple(example), out_dir / "inputs.pt")
+        with conv.output(out_dir / "inputs.pt", cfg.root) as temp:
+            torch.save(tuple(example), temp)
         artifacts["inputs"] = str(out_dir / "inputs.pt")
         if target.kind == "callable":
             ref_path = out_dir / f"{target.name}.ts.pt"
-            with quiet(cfg.debug):
-                torch.jit.save(target.reference, str(ref_path))
+            with quiet(cfg.debug), conv.output(ref_path, cfg.root) as temp:
+                torch.jit.save(target.reference, str(temp))
             artifacts["reference"] = str(ref_path)
 
     candidates: list[rn.Candidate] = []
@@ -754,7 +764,7 @@ def run_verify(cfg: VerifyConfig) -> Report:
         )
         pt2_path = out_dir / f"{target.name}.pt2"
         with quiet(cfg.debug):
-            conv.save_pt2(ep, pt2_path)
+            conv.save_pt2(ep, pt2_path, cfg.root)
             try:
                 ep2 = torch.export.load(str(pt2_path))
             except Exception as exc:
@@ -774,7 +784,7 @@ def run_verify(cfg: VerifyConfig) -> Report:
         pte_path = out_dir / f"{target.name}.pte"
         try:
             lowered = conv.lower(ep, example, cfg.backend, dynamic_shapes, cfg.debug)
-            conv.save_pte(lowered, pte_path)
+            conv.save_pte(lowered, pte_path, cfg.root)
             artifacts["pte"] = str(pte_path)
             pte = rn.Candidate(
                 "pte",
@@ -879,7 +889,8 @@ def run_verify(cfg: VerifyConfig) -> Report:
     if cfg.out is not None:
         import json
 
-        (out_dir / "report.json").write_text(json.dumps(report.to_json(), indent=2) + "\n")
+        with conv.output(out_dir / "report.json", cfg.root) as temp:
+            temp.write_text(json.dumps(report.to_json(), indent=2) + "\n")
         report.artifacts["report"] = str(out_dir / "report.json")
     if tmp is not None:
         report.artifacts = {}
@@ -1031,7 +1042,9 @@ def run_convert(
     max_input_bytes: int | None = None,
     rtol: float | None = None,
     atol: float | None = None,
+    root: Path | None = None,
 ) -> ConvertResult:
+    """`root`: the folder the outputs must stay in (a batch's --out; default: `out`)."""
     t_start = time.perf_counter()
     timings: dict[str, float] = {}
     if backend not in conv.BACKENDS:
@@ -1124,14 +1137,22 @@ def run_convert(
     timings["pte check"] = time.perf_counter() - check_start
     if result.mismatch is None:
         with recover._timed(timings, "save"):
-            out.mkdir(parents=True, exist_ok=True)
+            make_output_folder(out, root or out)
             for m, rec in recs.items():
                 stem = path.stem if m == "forward" else f"{path.stem}.{m}"
                 with quiet(debug):
-                    result.pt2[m] = conv.save_pt2(rec.ep, out / f"{stem}.pt2")
-            result.pte = conv.save_pte(buffer, out / f"{path.stem}.pte")
+                    result.pt2[m] = conv.save_pt2(rec.ep, out / f"{stem}.pt2", root or out)
+            result.pte = conv.save_pte(buffer, out / f"{path.stem}.pte", root or out)
     timings["total"] = time.perf_counter() - t_start
     return result
+
+
+def make_output_folder(folder: Path, root: Path) -> None:
+    """The artifacts' folder, created inside the chosen output folder only."""
+    try:
+        make_folder(folder, root)
+    except UnsafeOutput as exc:
+        raise VerifyError("output", str(exc)) from None
 
 
 def convert_error_json(exc: VerifyError) -> dict[str, Any]:

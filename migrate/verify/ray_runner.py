@@ -15,9 +15,9 @@ import tempfile
 from collections.abc import Callable
 from typing import Any
 
-from migrate.verify.errors import VerifyError
+from migrate.verify.errors import VerifyError, install_command
 
-INSTALL_RAY = 'migrate --ray needs Ray: pip install "torchscript-migrate[ray]"'
+INSTALL_RAY = f"migrate --ray needs Ray: {install_command('ray')}"
 
 
 def ray_available() -> bool:

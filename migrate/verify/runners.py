@@ -14,6 +14,7 @@ import torch
 import torch.utils._pytree as pytree
 
 from migrate.verify.errors import VerifyError, describe, quiet
+from migrate.verify.options import check_device
 
 Runner = Callable[[tuple[Any, ...]], Any]
 
@@ -32,12 +33,10 @@ def accelerator_devices() -> list[str]:
 
 def resolve_devices(choice: str) -> list[str]:
     """``auto``: the CPU plus the accelerator torch reports; otherwise exactly the one asked."""
-    choice = choice.strip().lower()
+    choice = check_device(choice)
     if choice == "auto":
         return ["cpu", *accelerator_devices()]
     kind = choice.split(":")[0]
-    if kind not in ("cpu", "cuda", "mps", "xpu"):
-        raise VerifyError("usage", f"unknown device {choice!r} (auto, cpu, cuda, mps, xpu)")
     if kind != "cpu":
         avail = accelerator_devices()
         if kind not in avail:

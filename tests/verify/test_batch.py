@@ -266,7 +266,8 @@ def test_ray_without_ray_says_how_to_install(reg, tmp_path):
     )  # fmt: skip
     assert proc.returncode == 2
     assert proc.stderr.strip() == (
-        'error: migrate --ray needs Ray: pip install "torchscript-migrate[ray]"'
+        "error: migrate --ray needs Ray: pip install -e '.[ray]' in a checkout of "
+        "torchscript-migrate (docs/install.md)"
     )
 
 

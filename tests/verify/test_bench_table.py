@@ -1,4 +1,4 @@
-"""Issue 32: the convert-vs-bare benchmark renders the README table from its --json rows."""
+"""Issue 32: the convert-vs-bare benchmark renders the docs/performance.md table from its --json rows."""
 
 from __future__ import annotations
 

@@ -297,7 +297,8 @@ def test_missing_extra_says_how_to_install(invoke, monkeypatch, tmp_path):
     result = invoke("verify", tmp_path / "x.pt")
     assert result.exit_code == 2
     assert result.stderr.strip() == (
-        "migrate verify needs torch and executorch: pip install 'torchscript-migrate[verify]'"
+        "migrate verify needs torch and executorch: pip install -e '.[verify]' in a checkout "
+        "of torchscript-migrate (docs/install.md)"
     )
 
 

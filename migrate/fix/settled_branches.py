@@ -1,0 +1,168 @@
+"""Branches a rewrite settled: `if` statements whose arms the run made identical, or left
+holding only `pass`, become what a maintainer would write (part of the tidy pass).
+
+    if jit_mode == "script":                    op_jit = torch.export.export(op, (x,))
+        op_jit = torch.export.export(op, (x,))
+    else:                                 ->
+        op_jit = torch.export.export(op, (x,))
+
+    if use_jit:                           ->    (removed)
+        pass
+
+Only an `if` the run changed is touched, and only when dropping its test changes nothing a
+program can observe: the test is a name, an attribute, a constant, or comparisons, `not`,
+`and`/`or` of those (a call may do anything). Comments on the lines that would go, `elif`
+chains, and arms holding a multi-line string (dedenting would change its value) are left.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import tokenize
+
+from migrate.fix.fixer import line_opcodes
+
+MAX_PASSES = 5  # a collapsed inner `if` can settle the one around it
+
+
+def collapse_settled_branches(original: str, text: str) -> str:
+    """`text` with each settled `if` the run changed collapsed; `text` when there is none."""
+    for _ in range(MAX_PASSES):
+        new = _collapse_one(original, text)
+        if new is None:
+            return text
+        text = new
+    return text
+
+
+def _collapse_one(original: str, text: str) -> str | None:
+    lines = text.split("\n")
+    tree = ast.parse(text)
+    changed = _changed_lines(original.split("\n"), lines)
+    comments = _comment_lines(text)
+    siblings = {id(s): block for n in ast.walk(tree) for block in _blocks(n) for s in block}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.If) or not _header_is_plain(node, lines):
+            continue
+        span = range(node.lineno - 1, node.end_lineno or node.lineno)
+        if not changed.intersection(span) or not _pure(node.test):
+            continue
+        replacement = _settled(node, lines, comments, siblings.get(id(node), [node]))
+        if replacement is not None:
+            lines[span.start : span.stop] = replacement
+            return "\n".join(lines)
+    return None
+
+
+def _settled(
+    node: ast.If, lines: list[str], comments: set[int], siblings: list[ast.stmt]
+) -> list[str] | None:
+    """The lines that replace the `if` statement, or None to leave it (an `if x: pass` that
+    is the only statement of its block becomes `pass`)."""
+    if not node.orelse:
+        only_pass = len(node.body) == 1 and isinstance(node.body[0], ast.Pass)
+        lines_of = range(node.lineno, (node.end_lineno or node.lineno) + 1)
+        if not only_pass or comments.intersection(lines_of):
+            return None
+        return [] if len(siblings) > 1 else [_indent(lines[node.lineno - 1]) + "pass"]
+    else_at = _else_line(node, lines)
+    if else_at is None or else_at + 1 in comments or node.lineno in comments:
+        return None
+    if node.body[0].lineno == node.lineno:  # `if x: a` on one line
+        return None
+    body = _trimmed(lines[node.lineno : else_at])
+    orelse = _trimmed(lines[else_at + 1 : node.end_lineno])
+    if body != orelse or _multiline_strings(node.body):
+        return None
+    indent = _indent(lines[node.lineno - 1])
+    inner = _indent(body[0])
+    if len(inner) <= len(indent) or not all(
+        line.startswith(inner) or not line.strip() for line in body
+    ):
+        return None
+    return [indent + line[len(inner) :] if line.strip() else line for line in body]
+
+
+def _header_is_plain(node: ast.If, lines: list[str]) -> bool:
+    """`if TEST:` on one line (not `elif`, no comment: checked by the caller), as ast sees it."""
+    header = lines[node.lineno - 1]
+    if node.test.end_lineno != node.lineno or not header.lstrip().startswith("if "):
+        return False
+    tail = header.encode("utf-8")[node.test.end_col_offset :].decode("utf-8", "replace")
+    return tail.strip() == ":" or (
+        tail.lstrip().startswith(":") and node.body[0].lineno == node.lineno
+    )
+
+
+def _else_line(node: ast.If, lines: list[str]) -> int | None:
+    """0-based index of the plain `else:` line of `node`, None for `elif` or anything else."""
+    first = node.orelse[0].lineno - 1
+    for index in range((node.body[-1].end_lineno or node.lineno), first):
+        stripped = lines[index].strip()
+        if stripped == "else:":
+            return index
+        if stripped and not stripped.startswith("#"):
+            return None
+    return None
+
+
+def _trimmed(block: list[str]) -> list[str]:
+    while block and not block[-1].strip():
+        block = block[:-1]
+    return block
+
+
+def _indent(line: str) -> str:
+    return line[: len(line) - len(line.lstrip())]
+
+
+def _pure(test: ast.expr) -> bool:
+    """Evaluating `test` has no effect a program relies on: names, attributes, constants,
+    tuples and comparisons of them, `not`, `and`/`or`."""
+    if isinstance(test, (ast.Name, ast.Constant)):
+        return True
+    if isinstance(test, ast.Attribute):
+        return _pure(test.value)
+    if isinstance(test, ast.Tuple):
+        return all(_pure(e) for e in test.elts)
+    if isinstance(test, ast.Compare):
+        return _pure(test.left) and all(_pure(c) for c in test.comparators)
+    if isinstance(test, ast.BoolOp):
+        return all(_pure(v) for v in test.values)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _pure(test.operand)
+    return False
+
+
+def _multiline_strings(body: list[ast.stmt]) -> bool:
+    return any(
+        isinstance(n, (ast.Constant, ast.JoinedStr)) and n.lineno != n.end_lineno
+        for stmt in body
+        for n in ast.walk(stmt)
+    )
+
+
+def _blocks(node: ast.AST) -> list[list[ast.stmt]]:
+    """Each statement list of `node` (a body, an else, a finally)."""
+    return [
+        getattr(node, name)
+        for name in ("body", "orelse", "finalbody", "handlers")
+        if isinstance(getattr(node, name, None), list)
+    ]
+
+
+def _changed_lines(before: list[str], after: list[str]) -> set[int]:
+    """0-based lines of `after` that the run wrote (not in an equal block of the diff)."""
+    return {
+        j
+        for tag, _, _, j1, j2 in line_opcodes(before, after)
+        if tag != "equal"
+        for j in range(j1, j2)
+    }
+
+
+def _comment_lines(text: str) -> set[int]:
+    """1-based lines holding a comment."""
+    tokens = tokenize.generate_tokens(io.StringIO(text).readline)
+    return {tok.start[0] for tok in tokens if tok.type == tokenize.COMMENT}

@@ -1,0 +1,225 @@
+"""Shapes real repositories give `--intent drop` (seen on whole git repositories: open_clip's
+`create_model(jit=True)`, e3nn's `compile()` helper and its tests' `torch.jit.Error`, torchani's
+decorator factories and executor settings): what each becomes, in a real CLI run."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from pathlib import Path
+
+from tests.scan_support import run_cli, write_tree
+
+
+def _diff(root: Path) -> str:
+    run = run_cli(
+        ["apply", ".", "--dry-run", "--no-cache", "--unsafe-fixes", "--intent", "drop"], cwd=root
+    )
+    assert run.code in (0, 1), run.stderr
+    assert "error:" not in run.stderr, run.stderr
+    return run.stdout
+
+
+def _applied(tmp_path: Path, files: dict[str, str]) -> dict[str, str]:
+    root = write_tree(tmp_path / "repo", {k: textwrap.dedent(v) for k, v in files.items()})
+    run = run_cli(
+        ["apply", ".", "--no-cache", "--unsafe-fixes", "--intent", "drop", "--allow-dirty"],
+        cwd=root,
+    )
+    assert run.code in (0, 1), run.stderr
+    out = {name: (root / name).read_text(encoding="utf-8") for name in files}
+    for text in out.values():
+        ast.parse(text)
+    return out
+
+
+def test_an_options_whole_block_that_only_scripted_becomes_its_warning(tmp_path):
+    (factory,) = _applied(
+        tmp_path,
+        {
+            "factory.py": """\
+                import logging
+
+                import torch
+
+
+                def create_model(model, jit=False):
+                    if jit:
+                        logging.info("Attempting JIT scripting...")
+                        try:
+                            model = torch.jit.script(model)
+                            logging.info("JIT scripting successful.")
+                        except Exception as e:
+                            logging.warning(f"JIT scripting failed: {e}")
+                    return model
+                """
+        },
+    ).values()
+    assert "JIT scripting" not in factory and "torch.jit" not in factory
+    assert "    if jit:\n        warnings.warn(\n" in factory
+    assert '"jit=True is ignored: TorchScript is deprecated"' in factory
+    assert "DeprecationWarning" in factory and "import warnings\n" in factory
+
+
+def test_an_if_that_also_does_other_work_keeps_it(tmp_path):
+    (factory,) = _applied(
+        tmp_path,
+        {
+            "factory.py": """\
+                import torch
+
+
+                def create_model(model, jit=False):
+                    if jit:
+                        model = torch.jit.script(model)
+                        model.eval()
+                    return model
+                """
+        },
+    ).values()
+    assert "warnings" not in factory  # the block also does other work: only the script goes
+    assert "    if jit:\n        model.eval()\n" in factory
+
+
+def test_trace_module_with_options_takes_the_eager_route(tmp_path):
+    (helper,) = _applied(
+        tmp_path,
+        {
+            "helper.py": """\
+                import torch
+
+
+                def trace_all(mod, inputs, options):
+                    mod = torch.jit.trace_module(mod, inputs, **options)
+                    return mod
+                """
+        },
+    ).values()
+    assert "torch.jit" not in helper and "    return mod\n" in helper
+
+
+def test_marker_calls_in_a_decorator_factory_become_their_argument(tmp_path):
+    (markers,) = _applied(
+        tmp_path,
+        {
+            "markers.py": """\
+                import torch
+
+                HAVE_EXT = False
+
+
+                def unused_without_ext():
+                    def decorator(func):
+                        if HAVE_EXT:
+                            return torch.jit.export(func)
+                        return torch.jit.unused(func)
+
+                    return decorator
+                """
+        },
+    ).values()
+    assert "torch.jit" not in markers
+    assert markers.count("return func") >= 1
+
+
+def test_two_executor_settings_under_one_if_leave_a_valid_block(tmp_path):
+    (conftest,) = _applied(
+        tmp_path,
+        {
+            "tests/conftest.py": """\
+                import torch
+
+                if hasattr(torch._C, "_jit_set_profiling_executor"):
+                    # the legacy executor is too slow for tests
+                    torch._C._jit_set_profiling_executor(True)
+                    torch._C._jit_set_profiling_mode(False)
+
+                VALUE = 1
+                """
+        },
+    ).values()
+    assert "_jit_set_profiling_executor(True)" not in conftest
+    assert "_jit_set_profiling_mode(" not in conftest
+    assert "VALUE = 1" in conftest  # parsed by _applied: the emptied `if` is valid
+
+
+def test_torch_jit_error_beside_another_exception_goes_from_the_tuple(tmp_path):
+    (test,) = _applied(
+        tmp_path,
+        {
+            "tests/test_errors.py": """\
+                import pytest
+                import torch
+
+
+                def test_rejects(m, x):
+                    with pytest.raises((RuntimeError, torch.jit.Error)):
+                        m(x)
+                    try:
+                        m(x)
+                    except (torch.jit.Error, ValueError, KeyError):
+                        pass
+                """
+        },
+    ).values()
+    assert "pytest.raises(RuntimeError)" in test
+    assert "except (ValueError, KeyError):" in test and "torch.jit" not in test
+
+
+def test_a_script_module_union_annotation_loses_the_script_module(tmp_path):
+    (build,) = _applied(
+        tmp_path,
+        {
+            "build.py": """\
+                from typing import Optional, Union
+
+                import torch
+                from torch import nn
+
+
+                def build(m: nn.Module) -> Union[torch.jit.ScriptModule, nn.Module]:
+                    return m
+
+
+                def pick(m) -> "Optional[int]":
+                    x: torch.jit.ScriptModule | nn.Module | None = m
+                    return x
+                """
+        },
+    ).values()
+    assert "-> nn.Module:" in build
+    assert "x: nn.Module | None = m" in build
+    assert "Union" not in build
+
+
+def test_an_isinstance_check_of_script_module_holds_no_is_scripting_fold(tmp_path):
+    root = write_tree(
+        tmp_path / "repo",
+        {
+            "load.py": textwrap.dedent(
+                """\
+                import torch
+
+
+                def state_of(checkpoint):
+                    if isinstance(checkpoint, torch.jit.ScriptModule):
+                        return checkpoint.state_dict()
+                    return checkpoint
+                """
+            ),
+            "layers.py": textwrap.dedent(
+                """\
+                import torch
+
+
+                def blocks(all_blocks, stop_early, last):
+                    if torch.jit.is_scripting() or not stop_early:
+                        return all_blocks
+                    return all_blocks[: last + 1]
+                """
+            ),
+        },
+    )
+    diff = _diff(root)
+    assert "-    if torch.jit.is_scripting() or not stop_early:\n" in diff
+    assert "+    if not stop_early:\n" in diff
