@@ -19,7 +19,7 @@ Per repository, for this checkout (and `--baseline`'s, side by side, `before -> 
 - `jit lines`: lines matching `torch\\.jit\\.|is_scripting\\(` in .py files before and after
   that apply; `unparsable`: files the apply left as invalid Python.
 
-With `--tests`, for a repository with a test subset in CORPUS (its own virtual environment
+With `--tests`, for this checkout only, for a repository with a test subset in CORPUS (its own virtual environment
 and pytest command, run with the copy as the working folder):
 - the modules the apply changed are imported in that environment before and after the
   apply; a module that imported before and fails after is listed with its error;
@@ -148,8 +148,8 @@ INTENTS = {"none": [], "drop": ["--intent", "drop"], "keep": ["--intent", "keep-
 WOULD_FIX = re.compile(r"Would fix (\d+) finding")
 FIXED = re.compile(r"Fixed (\d+) finding")
 JIT_LINE = re.compile(r"torch\.jit\.|is_scripting\(")
-# The reason a finding stays comes after one of these, in the finding's message.
-HELD_MARKERS = ("under intent drop it stays: ", "not rewritten: ")
+# The reason a finding stays comes after the last of these in the finding's message.
+HELD_MARKER = re.compile(r"(?:under intent drop it stays|not rewritten): ", re.IGNORECASE)
 SKIP_COPY_DIRS = {".git", "__pycache__", ".pytest_cache", ".migrate", ".scan-cache"}
 
 
@@ -159,10 +159,7 @@ SKIP_COPY_DIRS = {".git", "__pycache__", ".pytest_cache", ".migrate", ".scan-cac
 def normalise_reason(message: str) -> str:
     """The reason a finding stays, alike across sites: the text after the last held marker
     (else the whole message), with paths, numbers and quoted names replaced."""
-    for marker in HELD_MARKERS:
-        if marker in message:
-            message = message.rsplit(marker, 1)[1]
-            break
+    message = HELD_MARKER.split(message)[-1]
     message = re.sub(r"`([^`]*)`", _quoted, message)
     message = re.sub(r"(?<![\w.])[\w./-]*\w\.py(:\d+)*", "PATH", message)
     message = re.sub(r"(?<![\w`])\d+(\.\d+)?(?![\w`])", "N", message)
@@ -237,6 +234,7 @@ class Measure:
     fixed: int | None = None
     left: int | None = None
     held: list[tuple[int, str, str]] = field(default_factory=list)
+    left_findings: list[dict] = field(default_factory=list)  # path, line, rule, message
     jit_before: int = 0
     jit_after: int | None = None
     changed: list[str] = field(default_factory=list)
@@ -466,6 +464,7 @@ def measure(code: Path, name: str, tree: Path, scratch: Path, tests: bool) -> Me
         left = scan(code, applied, "--intent", "drop")
         m.left = len(left)
         m.held = group_causes(left)
+        m.left_findings = [{k: f[k] for k in ("path", "line", "rule", "message")} for f in left]
         m.jit_after = jit_lines(applied)
         m.changed = changed_files(applied)
         m.unparsable = unparsable(applied, m.changed)
@@ -664,7 +663,9 @@ def main() -> int:
         for tree in trees:
             results[tree.name] = {}
             for side, code in sides.items():
-                m = measure(code, tree.name, tree.resolve(), scratch / side / tree.name, args.tests)
+                # The test subsets are slow: they run for this checkout only.
+                tests = args.tests and side == "this"
+                m = measure(code, tree.name, tree.resolve(), scratch / side / tree.name, tests)
                 results[tree.name][side] = m
                 print(
                     f"{tree.name} ({side}): {m.findings} findings, drop would fix "
