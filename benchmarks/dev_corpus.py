@@ -29,7 +29,7 @@ and pytest command, run with the copy as the working folder):
   fixes the gate kept and reverted, and the tests the fixes broke before the gate reverted
   them (the gate's first trial, every fix in place).
 
-`--json FILE` writes the rows. A benchmark: it prints, it asserts nothing, and it runs niced.
+`--json FILE` writes the rows; `--report FILE` prints the tables of rows written before. A benchmark: it prints, it asserts nothing, and it runs niced.
 """
 
 from __future__ import annotations
@@ -517,7 +517,7 @@ def report(results: dict[str, dict[str, Measure]], sides: list[str]) -> str:
 
     header = [
         "repository", "findings", "none", "drop", "share (drop)", "keep",
-        "fixed (real drop)", "left", "`torch.jit` lines",
+        "fixed (real drop)", "left", "jit lines", "jit lines left",
     ]  # fmt: skip
     rows = []
     for name in results:
@@ -531,7 +531,8 @@ def report(results: dict[str, dict[str, Measure]], sides: list[str]) -> str:
                 cell(name, lambda m: m.would_fix.get("keep")),
                 cell(name, lambda m: m.fixed),
                 cell(name, lambda m: m.left),
-                cell(name, lambda m: f"{m.jit_before} -> {m.jit_after}"),
+                str(results[name]["this"].jit_before),
+                cell(name, lambda m: m.jit_after),
             ]
         )
     total = {side: _total(results, side) for side in sides}
@@ -541,7 +542,13 @@ def report(results: dict[str, dict[str, Measure]], sides: list[str]) -> str:
             pair(total["baseline"][k], total["this"][k])
             if base
             else pair(_ABSENT, total["this"][k])
-            for k in ("findings", "none", "drop", "share", "keep", "fixed", "left", "jit")
+            for k in ("findings", "none", "drop", "share", "keep", "fixed", "left")
+        ]
+        + [str(total["this"]["jit_before"])]
+        + [
+            pair(total["baseline"]["jit_after"], total["this"]["jit_after"])
+            if base
+            else pair(_ABSENT, total["this"]["jit_after"])
         ]
     )
     out = [table(header, rows), ""]
@@ -628,8 +635,17 @@ def _total(results, side: str) -> dict:
         "left": add(lambda m: m.left),
     }
     t["share"] = share(t["drop"], t["findings"])
-    t["jit"] = f"{add(lambda m: m.jit_before)} -> {add(lambda m: m.jit_after)}"
+    t["jit_before"] = add(lambda m: m.jit_before)
+    t["jit_after"] = add(lambda m: m.jit_after)
     return t
+
+
+def load_rows(path: Path) -> dict[str, dict[str, Measure]]:
+    rows = json.loads(path.read_text(encoding="utf-8"))
+    return {
+        name: {side: Measure(**m) for side, m in per_side.items() if side != "commit"}
+        for name, per_side in rows.items()
+    }
 
 
 # ---------------------------------------------------------------- main
@@ -641,7 +657,17 @@ def main() -> int:
     parser.add_argument("--baseline", type=Path, help="another checkout of the tool")
     parser.add_argument("--tests", action="store_true", help="also run each test subset")
     parser.add_argument("--json", type=Path, help="write the rows here")
+    parser.add_argument(
+        "--report",
+        type=Path,
+        metavar="JSON",
+        help="print the tables of rows --json wrote; run nothing",
+    )
     args = parser.parse_args()
+    if args.report:
+        results = load_rows(args.report)
+        print(report(results, list(next(iter(results.values())))))
+        return 0
     trees = args.trees or [CORPUS_DIR / name for name in CORPUS]
     for tree in trees:
         if not tree.is_dir():
