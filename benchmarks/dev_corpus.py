@@ -25,7 +25,8 @@ and pytest command, run with the copy as the working folder):
   apply; a module that imported before and fails after is listed with its error;
 - the subset runs on the untouched copy, then `migrate apply --intent drop --unsafe-fixes
   --test CMD --test-report FILE` runs on a fresh copy and the subset runs again on its
-  result: tests passing before / after, tests going from pass to fail (must be none), the
+  result: tests passing before / after, tests going from pass to fail (must be none) and
+  from pass to skipped (a test the apply marked as only checking TorchScript), the
   fixes the gate kept and reverted, and the tests the fixes broke before the gate reverted
   them (the gate's first trial, every fix in place).
 
@@ -440,7 +441,11 @@ def measure_tests(code: Path, subset: Subset, pristine: Path, scratch: Path) -> 
     out["suite_runs"] = gate["suite_runs"]
     after = run_subset(subset, gated, scratch)
     out["passed_after"] = sum(1 for o in after.values() if o == "passed")
-    out["pass_to_fail"] = sorted(n for n in passed_before if after.get(n, "missing") != "passed")
+    # A test the apply marked skipped (one that only checked TorchScript) is not a failure.
+    out["pass_to_skip"] = sorted(n for n in passed_before if after.get(n) == "skipped")
+    out["pass_to_fail"] = sorted(
+        n for n in passed_before if after.get(n, "missing") not in ("passed", "skipped")
+    )
     return out
 
 
@@ -577,7 +582,7 @@ def report(results: dict[str, dict[str, Measure]], sides: list[str]) -> str:
 
 def _tests_table(tested: dict[str, Measure], results, base: bool) -> str:
     header = [
-        "repository", "tests", "passing before", "after (gated drop)", "pass -> fail",
+        "repository", "tests", "passing before", "after (gated drop)", "pass -> fail", "pass -> skip",
         "gate kept", "gate reverted", "broken before the gate", "imports lost",
     ]  # fmt: skip
     rows = []
@@ -585,7 +590,7 @@ def _tests_table(tested: dict[str, Measure], results, base: bool) -> str:
     for name, m in tested.items():
         t = m.tests or {}
         if "error" in t:
-            rows.append([name, t.get("tests", "-"), t.get("passed_before", "-")] + ["-"] * 6)
+            rows.append([name, t.get("tests", "-"), t.get("passed_before", "-")] + ["-"] * 7)
             lines.append(f"{name}: {t['error']}")
             continue
         rows.append(
@@ -595,6 +600,7 @@ def _tests_table(tested: dict[str, Measure], results, base: bool) -> str:
                 t["passed_before"],
                 t["passed_after"],
                 len(t["pass_to_fail"]),
+                len(t.get("pass_to_skip", [])),
                 t["kept_fixes"],
                 t["reverted_fixes"],
                 len(t["broken_by_all_fixes"]),
@@ -603,6 +609,8 @@ def _tests_table(tested: dict[str, Measure], results, base: bool) -> str:
         )
         for node in t["pass_to_fail"]:
             lines.append(f"{name}: pass -> fail: {node}")
+        for node in t.get("pass_to_skip", []):
+            lines.append(f"{name}: pass -> skipped by the apply: {node}")
         for unit in t["reverted"]:
             lines.append(f"{name}: reverted {' + '.join(unit['fixes'])}")
             lines += [f"    broke {b[:200]}" for b in unit["broke"][:3]]
