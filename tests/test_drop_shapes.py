@@ -223,3 +223,114 @@ def test_an_isinstance_check_of_script_module_holds_no_is_scripting_fold(tmp_pat
     diff = _diff(root)
     assert "-    if torch.jit.is_scripting() or not stop_early:\n" in diff
     assert "+    if not stop_early:\n" in diff
+
+
+def test_a_choice_by_option_warns_and_a_loop_over_script_keys_warns(tmp_path):
+    (model,) = _applied(
+        tmp_path,
+        {
+            "model.py": """\
+                import torch
+
+
+                class Model(torch.nn.Module):
+                    def __init__(self, jit_module_keys=()):
+                        super().__init__()
+                        self.parts = torch.nn.ModuleDict()
+                        self.jit_module_keys = jit_module_keys
+
+                    def ase(self, jit=False):
+                        return torch.jit.script(self) if jit else self
+
+                    def compile_parts(self):
+                        for name in self.jit_module_keys:
+                            self.parts[name] = torch.jit.script(self.parts[name])
+
+
+                def main(args, model):
+                    if args.jit:
+                        torch._C._jit_set_profiling_executor(False)
+                        model = torch.jit.script(model)
+                    return model
+                """
+        },
+    ).values()
+    assert "torch.jit" not in model and "_jit_set" not in model
+    assert "        if jit:\n            warnings.warn(" in model
+    assert "        return self\n" in model
+    assert "        if self.jit_module_keys:\n            warnings.warn(" in model
+    assert '"self.jit_module_keys is ignored: TorchScript is deprecated"' in model
+    assert "    if args.jit:\n        warnings.warn(" in model
+
+
+def test_tests_that_only_check_torchscript_are_skipped_not_emptied(tmp_path):
+    (test,) = _applied(
+        tmp_path,
+        {
+            "tests/test_jit.py": """\
+                import pytest
+                import torch
+
+                from pkg import helper, make
+
+
+                def test_asserts_the_trace(x):
+                    m = make()
+                    assert torch.jit.trace(m, x.tolist())
+
+
+                def test_expects_scripting_to_fail():
+                    m = make()
+                    with pytest.raises(RuntimeError):
+                        torch.jit.script(m)
+
+
+                def test_compares_through_a_loop(x):
+                    m = make()
+                    scripted = torch.jit.script(m)
+                    for a, b in zip(m(x), scripted(x)):
+                        torch.testing.assert_close(a, b)
+
+
+                def test_scripts_a_function():
+                    torch.jit.script(helper)
+
+
+                def test_reads_the_graph():
+                    assert "add" in str(torch.jit.script(helper).graph)
+                """
+        },
+    ).values()
+    # The loop compares the exported program (its call gives the example); each of the
+    # others still holds its TorchScript, skipped with the reason: none checks nothing.
+    assert test.count('@pytest.mark.skip(reason="TorchScript is dropped; check torch.export') == 4
+    assert "scripted = torch.export.export(m, (x,))" in test
+    assert "assert m\n" not in test and "scripted = m\n" not in test
+    assert "    torch.jit.script(helper)\n" in test and ".graph)" in test
+
+
+def test_annotate_keeps_the_type_on_the_name_and_drops_self_assignments(tmp_path):
+    (ops,) = _applied(
+        tmp_path,
+        {
+            "ops.py": """\
+                from typing import Dict, List, Optional
+
+                import torch
+                from torch import Tensor
+
+
+                def state(h: Tensor, finals: List[List[Tensor]], i: int):
+                    cache = torch.jit.annotate(
+                        Dict[str, Optional[Tensor]],
+                        {
+                            "h": h,
+                        },
+                    )
+                    finals[i] = torch.jit.annotate(List[Tensor], finals[i])
+                    return cache
+                """
+        },
+    ).values()
+    assert '    cache: Dict[str, Optional[Tensor]] = {\n        "h": h,\n    }\n' in ops
+    assert "finals[i] =" not in ops and "torch.jit" not in ops

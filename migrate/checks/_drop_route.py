@@ -22,11 +22,18 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
 
 from migrate.checks._edits import drop_statement, replace, replace_with_arg
 from migrate.checks._flow import bound_name, parent
 from migrate.checks._selfcompare import self_comparison
+from migrate.checks._testcode import (
+    asserted,
+    calls_both,
+    enclosing_function,
+    expects_error,
+    in_test,
+    test_function,
+)
 from migrate.checks.base import Edit, PythonContext
 from migrate.findings import FixKind
 
@@ -70,6 +77,8 @@ TORCHSCRIPT_TYPES = frozenset(
         "torch._C.ScriptFunction",
     }
 )
+# TorchScript's executor and fuser settings (torch._C._jit_set_profiling_executor...).
+EXECUTOR_SETTINGS = ("torch._C._jit_",)
 # A flag whose name says it asks for TorchScript: `jit`, `use_jit`, `torchscript`, `script`...
 _FLAG_WORDS = re.compile(r"(?:^|_)(?:jit|torchscript|script|scripted|scripting|ts)(?:$|_)", re.I)
 
@@ -86,31 +95,13 @@ class DropRoute:
     skip: bool = False  # the test that only checks TorchScript is skipped, saying why
 
 
-def in_test(ctx: PythonContext, node: ast.AST) -> bool:
-    """Test code: a test module (`test_*.py`, `*_test.py`, under `tests/`) or a `test*`
-    function."""
-    path = PurePosixPath(ctx.path)
-    if path.name.startswith("test_") or path.stem.endswith("_test") or path.name == "conftest.py":
-        return True
-    if any(part in ("tests", "test", "testing", "unittests") for part in path.parts[:-1]):
-        return True
-    current: ast.AST | None = node
-    while current is not None:
-        if isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef)) and current.name.startswith(
-            "test"
-        ):
-            return True
-        current = parent(ctx, current)
-    return False
-
-
 def eager_route(ctx: PythonContext, call: ast.Call, captured: ast.expr, api: str) -> DropRoute:
     """`call` (a script or trace of `captured`) under drop: the edits that make it the eager
     object, or why it stays."""
     route = DropRoute()
     holder = parent(ctx, call)
     target = _target_text(ctx, call)
-    blocker = _torchscript_use(ctx, call, target)
+    blocker = torchscript_use(ctx, call, target)
     testing = in_test(ctx, call)
     if blocker is not None:
         route.problem = (
@@ -119,6 +110,15 @@ def eager_route(ctx: PythonContext, call: ast.Call, captured: ast.expr, api: str
         )
         if testing:
             _skip(ctx, call, route)
+        return route
+    if testing and (expects_error(ctx, call) or asserted(ctx, call)):
+        what = "expects it to fail" if expects_error(ctx, call) else "asserts it"
+        route.problem = (
+            f"the test {what}: it checks TorchScript itself, and the eager "
+            f"`{_short(ctx.source(captured))}` would make it check nothing (or fail for "
+            "another reason)"
+        )
+        _skip(ctx, call, route)
         return route
     if testing and _compared_with_original(ctx, call, captured):
         route.problem = (
@@ -154,10 +154,16 @@ def eager_route(ctx: PythonContext, call: ast.Call, captured: ast.expr, api: str
         if found is not None:
             block, flag = found
             text, imports = _deprecation(ctx, holder, flag)
-            first, last = block.body[0], block.body[-1]
-            indent = ctx.index.line_text(first.lineno)[: first.col_offset]
-            start, end = ctx.line_span(first)[0], ctx.line_span(last)[1]
-            route.edits = [Edit(start, end, f"{indent}{text}\n")]
+            if isinstance(block, ast.For):  # `for key in self.jit_keys:` scripts each
+                indent = ctx.index.line_text(block.lineno)[: block.col_offset]
+                start, end = ctx.line_span(block)
+                text = f"{indent}if {flag}:\n{indent}    {text}\n"
+                route.edits = [Edit(start, end, text)]
+            else:
+                first, last = block.body[0], block.body[-1]
+                indent = ctx.index.line_text(first.lineno)[: first.col_offset]
+                start, end = ctx.line_span(first)[0], ctx.line_span(last)[1]
+                route.edits = [Edit(start, end, f"{indent}{text}\n")]
             route.imports = imports
             route.note = (
                 f"`{flag}` only asked for TorchScript: it keeps its place and now warns "
@@ -167,19 +173,58 @@ def eager_route(ctx: PythonContext, call: ast.Call, captured: ast.expr, api: str
         route.edits = [drop_statement(ctx, holder)]
         route.note = f"`{target} = {target}` would do nothing: the statement goes"
         return route
+    chosen = _chosen_by_flag(ctx, call, captured)
+    if chosen is not None:  # `torch.jit.script(self) if jit else self`
+        choice, flag = chosen
+        statement = _statement(ctx, choice)
+        text, imports = _deprecation(ctx, statement, flag)
+        indent = ctx.index.line_text(statement.lineno)[: statement.col_offset]
+        start = ctx.line_span(statement)[0]
+        route.edits = [
+            Edit(start, start, f"{indent}if {flag}:\n{indent}    {text}\n"),
+            replace_with_arg(ctx, choice, captured),
+        ]
+        route.imports = imports
+        route.note = (
+            f"`{flag}` only asked for TorchScript: the choice goes, and it now warns "
+            "(DeprecationWarning) that the object stays eager"
+        )
+        return route
     route.edits = [replace_with_arg(ctx, call, captured)]
     route.note = "calling it behaves as before, whatever it is"
     return route
+
+
+def _chosen_by_flag(
+    ctx: PythonContext, call: ast.Call, captured: ast.expr
+) -> tuple[ast.IfExp, str] | None:
+    """`torch.jit.script(x) if flag else x` (either way round) with `flag` an option."""
+    choice = parent(ctx, call)
+    if not isinstance(choice, ast.IfExp) or call is choice.test:
+        return None
+    other = choice.orelse if call is choice.body else choice.body
+    if ctx.source(other).strip() != ctx.source(captured).strip():
+        return None
+    flag = _option_test(ctx, choice.test, choice)
+    if flag is None or call is not choice.body:
+        return None  # `x if flag else script(x)`: the flag turns TorchScript off; left
+    statement = _statement(ctx, choice)
+    return (choice, flag) if statement is not None else None
+
+
+def _statement(ctx: PythonContext, node: ast.AST) -> ast.stmt:
+    current = parent(ctx, node)
+    while current is not None and not isinstance(current, ast.stmt):
+        current = parent(ctx, current)
+    return current  # type: ignore[return-value]
 
 
 def _skip(ctx: PythonContext, call: ast.Call, route: DropRoute) -> bool:
     """A test whose purpose was TorchScript, and that has no export equivalent without
     example inputs, is skipped with the reason (a decorator on the test function): it is
     neither left failing once TorchScript goes nor made to pass by checking nothing."""
-    test = _enclosing_function(ctx, call)
-    if not isinstance(test, (ast.FunctionDef, ast.AsyncFunctionDef)) or not test.name.startswith(
-        "test"
-    ):
+    test = test_function(ctx, call)
+    if test is None:
         return False
     if any(_is_skip(ctx, d) for d in test.decorator_list):
         route.problem += "; the test is skipped already"
@@ -223,17 +268,17 @@ def _target_text(ctx: PythonContext, call: ast.Call) -> str | None:
         node = holder.target
     else:
         return None
-    if isinstance(node, (ast.Name, ast.Attribute)):
+    if isinstance(node, (ast.Name, ast.Attribute, ast.Subscript)):
         return ctx.source(node).strip()
     return None
 
 
-def _torchscript_use(ctx: PythonContext, call: ast.Call, target: str | None) -> str | None:
+def torchscript_use(ctx: PythonContext, call: ast.Call, target: str | None) -> str | None:
     """Where the capture's result is used as only a TorchScript object can be: in place
     (`torch.jit.script(m).save(p)`) or through what it is assigned to, anywhere in the file."""
     spelled = {target} if target else set()
     # A local name is read in its function; `self.x` or a module-level name, anywhere.
-    local = target is not None and target.isidentifier() and _enclosing_function(ctx, call)
+    local = target is not None and target.isidentifier() and enclosing_function(ctx, call)
     for node in ast.walk(local or ctx.tree):
         if isinstance(node, ast.Attribute) and node.attr in TORCHSCRIPT_ATTRIBUTES:
             if node.value is call or (spelled and ctx.source(node.value).strip() in spelled):
@@ -241,7 +286,7 @@ def _torchscript_use(ctx: PythonContext, call: ast.Call, target: str | None) -> 
                     continue
                 return f"`.{node.attr}` on line {node.lineno}"
         elif isinstance(node, ast.Call) and node.args:
-            passed = _passed_to_torchscript_use(ctx, node, spelled | {ctx.source(call)})
+            passed = _passed_totorchscript_use(ctx, node, spelled | {ctx.source(call)})
             if passed is not None and any(
                 a is call or ctx.source(a).strip() in spelled for a in node.args
             ):
@@ -263,7 +308,7 @@ def _torchscript_use(ctx: PythonContext, call: ast.Call, target: str | None) -> 
     return None
 
 
-def _passed_to_torchscript_use(ctx: PythonContext, node: ast.Call, spelled: set[str]) -> str | None:
+def _passed_totorchscript_use(ctx: PythonContext, node: ast.Call, spelled: set[str]) -> str | None:
     """`helper(scripted)` where the file's own `helper` saves its parameter (`p.save(f)`,
     `torch.jit.save(p, f)`): one call level, the commonest test helper shape."""
     callee = _callee(ctx, node.func)
@@ -335,7 +380,7 @@ def _compared_with_original(ctx: PythonContext, call: ast.Call, captured: ast.ex
     reads: list[ast.expr] = [call]
     if bound is not None:
         name = bound[1]
-        function = _enclosing_function(ctx, call)
+        function = enclosing_function(ctx, call)
         body = function if function is not None else ctx.tree
         reads += [
             n
@@ -344,6 +389,8 @@ def _compared_with_original(ctx: PythonContext, call: ast.Call, captured: ast.ex
         ]
     called = [h for r in reads if isinstance(h := parent(ctx, r), ast.Call) and h.func is r]
     if self_comparison(ctx, called, captured) is not None:
+        return True
+    if calls_both(ctx, called, captured) is not None:
         return True
     for read in reads:
         holder = parent(ctx, read)
@@ -354,15 +401,6 @@ def _compared_with_original(ctx: PythonContext, call: ast.Call, captured: ast.ex
             if any(o is not read and ctx.source(o).strip() == spelled for o in others):
                 return True
     return False
-
-
-def _enclosing_function(ctx: PythonContext, node: ast.AST) -> ast.AST | None:
-    current = parent(ctx, node)
-    while current is not None and not isinstance(
-        current, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
-    ):
-        current = parent(ctx, current)
-    return current
 
 
 def _flag_of(ctx: PythonContext, stmt: ast.stmt) -> tuple[ast.If, str] | None:
@@ -378,6 +416,13 @@ def _flag_of(ctx: PythonContext, stmt: ast.stmt) -> tuple[ast.If, str] | None:
                 flag = _option(ctx, holder)
                 return (holder, flag) if flag is not None else None
             return None
+        if isinstance(holder, ast.For) and not holder.orelse and current in holder.body:
+            names = ctx.source(holder.iter).strip()
+            if all(_incidental(ctx, s, stmt) for s in holder.body) and _FLAG_WORDS.search(
+                names.rsplit(".", 1)[-1]
+            ):
+                return holder, names
+            return None
         if not isinstance(holder, (ast.Try, ast.With, ast.ExceptHandler)):
             return None
         current = holder
@@ -391,6 +436,8 @@ def _incidental(ctx: PythonContext, node: ast.stmt, capture: ast.stmt) -> bool:
         return True
     if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
         func = node.value.func
+        if (ctx.qualname(func) or "").startswith(EXECUTOR_SETTINGS):
+            return True  # the executor settings the script ran under
         name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
         owner = ctx.source(func.value) if isinstance(func, ast.Attribute) else ""
         return name == "print" or owner in ("logging", "logger", "log", "LOGGER", "_logger")
@@ -403,10 +450,14 @@ def _incidental(ctx: PythonContext, node: ast.stmt, capture: ast.stmt) -> bool:
 
 
 def _option(ctx: PythonContext, owner: ast.If) -> str | None:
-    test = owner.test
+    return _option_test(ctx, owner.test, owner)
+
+
+def _option_test(ctx: PythonContext, test: ast.expr, owner: ast.AST) -> str | None:
+    """The option `test` asks, when it only asks for TorchScript (see _flag_of)."""
     if isinstance(test, ast.Name):
         name = test.id
-        function = _enclosing_function(ctx, owner)
+        function = enclosing_function(ctx, owner)
         params = _parameters(function)
         if name in params or _FLAG_WORDS.search(name):
             return name

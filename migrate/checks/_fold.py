@@ -6,6 +6,7 @@ of an `if`. The result is one edit over the outermost expression or statement th
 from __future__ import annotations
 
 import ast
+import keyword
 from collections.abc import Callable
 
 from migrate.checks._edits import drop_statement, parenthesize_if_needed, precedence, replace
@@ -69,9 +70,15 @@ def fold(ctx: PythonContext, call: ast.expr, known: Known) -> Edit:
             if folded is not None:
                 node, value = holder, folded
                 continue
+            kept_lines = _without_lines(ctx, holder, rest)
+            if kept_lines is not None:  # a condition laid out a line per operand stays so
+                return replace(ctx, holder, kept_lines)
             joiner = " or " if isinstance(holder.op, ast.Or) else " and "
             text = joiner.join(_operand_text(ctx, r, known) for r in rest)
             if len(rest) == 1:
+                group = _parenthesized(ctx, holder)
+                if group is not None and precedence(rest[0], text) >= _AND_LEVEL + 2:
+                    return Edit(*group, text)  # `not (a or b)` left with `a`: `not a`
                 text = parenthesize_if_needed(ctx, rest[0], text, holder)
             elif parenthesize_if_needed(ctx, holder, "x", holder) != "x":
                 text = f"({text})"
@@ -84,6 +91,55 @@ def fold(ctx: PythonContext, call: ast.expr, known: Known) -> Edit:
             if edit is not None:
                 return edit
         return replace(ctx, node, "True" if value else "False")
+
+
+def _parenthesized(ctx: PythonContext, node: ast.expr) -> tuple[int, int] | None:
+    """The span of the parentheses that hold `node` alone (`not (a or b)`, a condition
+    wrapped over lines), not a call's or a tuple's; None when there are none."""
+    text, start, end = ctx.text, ctx.start(node), ctx.end(node)
+    before = len(text[:start].rstrip())
+    after = end + len(text[end:]) - len(text[end:].lstrip())
+    if before == 0 or text[before - 1] != "(" or not text[after:].startswith(")"):
+        return None
+    ahead = text[: before - 1].rstrip()
+    word = ahead.split()[-1] if ahead.split() else ""
+    if ahead and (ahead[-1].isalnum() or ahead[-1] in "_)]}\"'"):
+        if not keyword.iskeyword(word.rsplit("(", 1)[-1]):
+            return None  # a call's parentheses, `f(a or b)`
+    return before - 1, after + 1
+
+
+def _without_lines(ctx: PythonContext, node: ast.BoolOp, rest: list[ast.expr]) -> str | None:
+    """`node`'s text without the operands that are not in `rest`, when each of those starts
+    its own line after the first operand (black's layout: `and not is_scripting()`): their
+    lines go, with the comment lines just above them (they explain them); every other line,
+    and the comments on them, stay as written."""
+    values = node.values
+    if node.lineno == node.end_lineno or values[0] not in rest:
+        return None
+    kept = {id(r) for r in rest}
+    if any(v.lineno <= values[i - 1].end_lineno for i, v in enumerate(values) if i):
+        return None
+    start = ctx.start(node)
+    text = ctx.text
+    cut: list[tuple[int, int]] = []
+    for i, value in enumerate(values):
+        if id(value) in kept:
+            continue
+        prev_line_end = ctx.index.offset(values[i - 1].end_lineno + 1, 0)
+        newline = text.rfind("\n", 0, prev_line_end)
+        cut.append(
+            (
+                newline if newline >= ctx.end(values[i - 1]) else ctx.end(values[i - 1]),
+                ctx.end(value),
+            )
+        )
+    out, last = [], start
+    for a, b in cut:
+        out.append(text[last:a])
+        last = b
+    out.append(text[last : ctx.end(node)])
+    return "".join(out)
 
 
 def _decided_as_truth(

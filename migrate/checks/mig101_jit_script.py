@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable, Iterable, Mapping
 
 from migrate.checks import _static_inputs as static_inputs
-from migrate.checks._drop_route import fallback, report_under_drop
+from migrate.checks._drop_route import fallback, report_under_drop, torchscript_use
 from migrate.checks._edits import drop_statement, remove_decorator, replace, replace_with_arg
 from migrate.checks._export_rewrite import (
     HOLDS_MODULE,
@@ -19,6 +19,7 @@ from migrate.checks._export_rewrite import (
 from migrate.checks._flow import parent, reaching_value, scope_names
 from migrate.checks._parametrize import parametrized_values
 from migrate.checks._selfcompare import self_comparison
+from migrate.checks._testcode import in_test
 from migrate.checks.base import Edit, PythonCheck, PythonContext, Reference
 from migrate.checks.mig121_repository_wrapper_call import _Reexports
 from migrate.findings import FixKind
@@ -147,6 +148,8 @@ class JitScriptToExport(PythonCheck):
         arg = call.args[0]
         kind = self.target_kind(arg, ref, ctx)
         if kind in ("function", "class"):
+            if self.report_torchscript_only(ctx, call, ref, arg, kind):
+                return
             archive = self.archive_use(ctx, call, ref)
             if archive is not None:
                 ctx.report(
@@ -232,6 +235,45 @@ class JitScriptToExport(PythonCheck):
             )
             return
         self.report_module(ref, ctx, call, arg)
+
+    def report_torchscript_only(
+        self, ctx: PythonContext, call: ast.Call, ref: Reference, arg: ast.expr, kind: str
+    ) -> bool:
+        """A scripted function or class whose result a use needs as TorchScript (`.graph`,
+        `.code`), or a test statement that only scripts it (a scriptability check): using it
+        directly would break that use or leave a test checking nothing. Under drop a test
+        that only checked TorchScript is skipped, saying so; else a person decides."""
+        holder = parent(ctx, call)
+        use = torchscript_use(ctx, call, None)
+        if use is None and not (isinstance(holder, ast.Expr) and in_test(ctx, call)):
+            return False
+        why = (
+            f"{use} needs the TorchScript object"
+            if use is not None
+            else "the test only checks that it scripts"
+        )
+        if ctx.intent == "drop":
+            report_under_drop(
+                self.rule,
+                ctx,
+                ref,
+                call,
+                arg,
+                head=f"`torch.jit.script` on a {kind}",
+                why=why,
+                target=kind,
+            )
+            return True
+        ctx.report(
+            self.rule,
+            call,
+            f"`torch.jit.script` on a {kind}: {why}; used directly it would not be "
+            "(decide: check torch.compile or export instead)",
+            symbol=ref.qualname,
+            fix=FixKind.ASSISTED,
+            target=kind,
+        )
+        return True
 
     def target_kind(self, arg: ast.expr, ref: Reference, ctx: PythonContext) -> str:
         """function | class | module | unknown: what the scripted object is, from what the

@@ -31,9 +31,35 @@ def collapse_settled_branches(original: str, text: str) -> str:
     for _ in range(MAX_PASSES):
         new = _collapse_one(original, text)
         if new is None:
-            return text
+            break
         text = new
-    return text
+    return _same_either_way(original, text)
+
+
+def _same_either_way(original: str, text: str) -> str:
+    """`x if TEST else x` on a line the run changed (`torch.jit.script(self) if jit else
+    self` once the capture goes) is `x`, TEST being pure."""
+    lines = text.split("\n")
+    changed = _changed_lines(original.split("\n"), lines)
+    found = [
+        node
+        for node in ast.walk(ast.parse(text))
+        if isinstance(node, ast.IfExp)
+        and node.lineno == node.end_lineno
+        and node.lineno - 1 in changed
+        and _pure(node.test)
+        and ast.dump(node.body) == ast.dump(node.orelse)
+    ]
+    done: set[int] = set()  # one a line: a nested one is settled by the next tidy
+    for node in sorted(found, key=lambda n: (n.lineno, n.col_offset), reverse=True):
+        if node.lineno in done:
+            continue
+        done.add(node.lineno)
+        line = lines[node.lineno - 1].encode("utf-8")
+        start, end = node.col_offset, node.end_col_offset
+        body = line[node.body.col_offset : node.body.end_col_offset]
+        lines[node.lineno - 1] = (line[:start] + body + line[end:]).decode("utf-8")
+    return "\n".join(lines) if found else text
 
 
 def _collapse_one(original: str, text: str) -> str | None:
@@ -63,8 +89,10 @@ def _settled(
     if not node.orelse:
         only_pass = len(node.body) == 1 and isinstance(node.body[0], ast.Pass)
         lines_of = range(node.lineno, (node.end_lineno or node.lineno) + 1)
-        if not only_pass or comments.intersection(lines_of):
+        if comments.intersection(lines_of):
             return None
+        if not only_pass:
+            return [] if _returns_what_follows(node, lines, siblings) else None
         return [] if len(siblings) > 1 else [_indent(lines[node.lineno - 1]) + "pass"]
     else_at = _else_line(node, lines)
     if else_at is None or else_at + 1 in comments or node.lineno in comments:
@@ -82,6 +110,29 @@ def _settled(
     ):
         return None
     return [indent + line[len(inner) :] if line.strip() else line for line in body]
+
+
+def _returns_what_follows(node: ast.If, lines: list[str], siblings: list[ast.stmt]) -> bool:
+    """`if X: return f` followed by `return f`: the arm ends the function as what follows
+    it does, the same way (its lines, dedented, are the rest of the block's)."""
+    if not isinstance(node.body[-1], (ast.Return, ast.Raise)) or node.body[0].lineno == node.lineno:
+        return False
+    at = next((i for i, s in enumerate(siblings) if s is node), None)
+    rest = siblings[at + 1 :] if at is not None else []
+    if not rest or _multiline_strings(node.body):
+        return False
+    body = _dedented(_trimmed(lines[node.lineno : node.end_lineno]))
+    after = _dedented(_trimmed(lines[rest[0].lineno - 1 : rest[-1].end_lineno]))
+    return body is not None and body == after
+
+
+def _dedented(block: list[str]) -> list[str] | None:
+    if not block:
+        return None
+    inner = _indent(block[0])
+    if not all(line.startswith(inner) or not line.strip() for line in block):
+        return None
+    return [line[len(inner) :] for line in block]
 
 
 def _header_is_plain(node: ast.If, lines: list[str]) -> bool:
