@@ -5,14 +5,9 @@ from __future__ import annotations
 import ast
 
 from migrate.checks._drop_route import fallback, report_under_drop
-from migrate.checks._export_rewrite import (
-    HOLDS_MODULE,
-    HOLDS_PROGRAM,
-    TRACE_PARAMS,
-    bind_args,
-    capture_fix,
-)
 from migrate.checks.base import PythonCheck, PythonContext, Reference
+from migrate.checks.export.apis import TRACE_PARAMS, bind_args
+from migrate.checks.export.captures import HOLDS_MODULE, HOLDS_PROGRAM, capture_fix
 from migrate.findings import FixKind
 
 

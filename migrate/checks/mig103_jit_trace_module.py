@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from migrate.checks._export_rewrite import TRACE_MODULE_PARAMS
+from migrate.checks.export.apis import TRACE_MODULE_PARAMS
 from migrate.checks.mig102_jit_trace import JitTraceToExport
 
 

@@ -474,7 +474,7 @@ def _unjoined(f: Finding) -> Finding:
 
 # Checks whose findings differ with the intent (the planner decides the rest); the capture
 # rewrites' (MIG101-MIG103, MIG201-MIG204) with it: under `drop` a capture bound on two paths
-# (`try: trace ... except: script`) is one binding (migrate.checks._alt_captures).
+# (`try: trace ... except: script`) is one binding (migrate.checks.export.alternatives).
 INTENT_CHECKS = intent_sensitive_codes()
 
 
