@@ -263,14 +263,7 @@ def archive_candidates(
             )
         )
         pt2_path = out_dir / f"{stem}.pt2"
-        with quiet(cfg.debug):
-            conv.save_pt2(ep, pt2_path, cfg.root)
-            try:
-                ep2 = torch.export.load(str(pt2_path))
-            except Exception as exc:
-                raise VerifyError(
-                    "export", f"torch.export.load of {pt2_path} failed: {describe(exc)}"
-                ) from exc
+        ep2 = _saved_and_loaded(ep, pt2_path, cfg)
         artifacts["pt2" + suffix] = str(pt2_path)
         candidates.append(
             rn.Candidate(
@@ -316,3 +309,90 @@ def archive_candidates(
             )
         candidates.append(pte)
     return recs[methods[0]].ep
+
+
+def export_candidates(
+    cfg: VerifyConfig,
+    target: load.Target,
+    example: tuple[Any, ...],
+    dynamic_shapes: Any,
+    out_dir: Path,
+    artifacts: dict[str, str],
+    candidates: list[rn.Candidate],
+    branch_check: BranchCheck | None,
+) -> Any:
+    """The target exported once: the program, its .pt2 saved and loaded back, its .pte.
+
+    Returns the exported program (the reference graph for divergence search).
+    """
+    try:
+        if target.kind == "archive":
+            converted = conv.convert_archive(target.reference, example, dynamic_shapes, cfg.debug)
+        else:
+            converted = conv.export_module(target.module, example, dynamic_shapes, cfg.debug)
+    except VerifyError as exc:
+        hint = export_hint(branch_check)
+        if hint and not cfg.debug:
+            raise VerifyError(exc.stage, hint + exc.message) from exc
+        raise
+    ep = converted.ep
+    candidates.append(
+        rn.Candidate(
+            "exported",
+            "exported_program",
+            converted.path_label,
+            make=lambda d: rn.ep_runner(ep, d),
+            ep=ep,
+            ep_source="reference" if target.kind == "archive" else "module",
+        )
+    )
+    pt2_path = out_dir / f"{target.name}.pt2"
+    ep2 = _saved_and_loaded(ep, pt2_path, cfg)
+    artifacts["pt2"] = str(pt2_path)
+    candidates.append(
+        rn.Candidate(
+            "pt2",
+            "pt2",
+            f"torch.export.save/load {pt2_path.name}",
+            make=lambda d: rn.ep_runner(ep2, d),
+            ep=ep2,
+        )
+    )
+    pte_path = out_dir / f"{target.name}.pte"
+    try:
+        lowered = conv.lower(ep, example, cfg.backend, dynamic_shapes, cfg.debug)
+        conv.save_pte(lowered, pte_path, cfg.root)
+        artifacts["pte"] = str(pte_path)
+        pte = rn.Candidate(
+            "pte",
+            "pte",
+            f"{cfg.backend}, path: {lowered.path}",
+            backend=cfg.backend,
+            cpu_only=True,
+            make=lambda d: rn.pte_runner(pte_path, cfg.debug),
+            ep=ep,
+            ep_source="lowered-from",
+        )
+        if lowered.path != "direct":
+            pte.notes.append(
+                f"lowered via {lowered.path} after: "
+                + "; ".join(f"{p}: {r}" for p, r in lowered.attempts)
+            )
+    except VerifyError as exc:
+        if cfg.debug:
+            raise
+        pte = rn.Candidate("pte", "pte", cfg.backend, backend=cfg.backend, cpu_only=True, error=exc)
+    candidates.append(pte)
+    return ep
+
+
+def _saved_and_loaded(ep: Any, pt2_path: Path, cfg: VerifyConfig) -> Any:
+    """`ep` saved to `pt2_path` and loaded back: the .pt2 candidate's program."""
+    with quiet(cfg.debug):
+        conv.save_pt2(ep, pt2_path, cfg.root)
+        try:
+            return torch.export.load(str(pt2_path))
+        except Exception as exc:
+            raise VerifyError(
+                "export", f"torch.export.load of {pt2_path} failed: {describe(exc)}"
+            ) from exc
