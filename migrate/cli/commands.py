@@ -518,8 +518,8 @@ def report(
     debug: DebugOpt = False,
 ) -> None:
     """A migration plan for a repository: counts, automatic fixes, review items, effort."""
+    from migrate.report.batch_results import load_batch_results
     from migrate.report.plan import RENDERERS, build_plan
-    from migrate.report.registry import load_registry
 
     with _errors(debug):
         if format not in RENDERERS:
@@ -531,7 +531,7 @@ def report(
 
             check_output(output)
         options, _ = build_options([path], **shared_flags(locals()))
-        registry = load_registry(verify_results) if verify_results is not None else None
+        batch_results = load_batch_results(verify_results) if verify_results is not None else None
         with progress_bar(True, "planning") as progress:
             plan = build_plan(path, options, progress)
         if test_report is not None:
@@ -541,7 +541,7 @@ def report(
                 raise ValueError("--test-report is shown by --format html only")
 
             plan.tests = load_report(test_report)
-        plan.registry = registry
+        plan.batch_results = batch_results
         rendered = RENDERERS[format](plan)
         if output:
             write_output(output, rendered)

@@ -73,7 +73,7 @@ def finding_key(f: Finding) -> FindingKey:
 
 
 @dataclass
-class Plan:
+class FixPlan:
     """The findings as the run will treat them, and why each held one is held."""
 
     findings: list[Finding]
@@ -119,13 +119,13 @@ def plan_fixes(
     rules: Iterable[PlanningRule] | None = None,
     intent: str | None = None,
     held: dict[FindingKey, str] | None = None,
-) -> Plan:
+) -> FixPlan:
     """`held`: fixes held from the start, with their reason (the ones `apply --test` saw
     break the tests: held_with_reverted); what depends on them is held as in any round."""
     rules = list(rules if rules is not None else PLANNING_RULES)
     # A wrapper call joined to its wrapper's fix by an earlier plan (the scan's, for every
     # fix) is judged again for this run's fixes.
-    plan = Plan([_unjoined(f) for f in findings], dict(held or {}))
+    plan = FixPlan([_unjoined(f) for f in findings], dict(held or {}))
     plan.findings = [
         demote(f, plan.held[finding_key(f)])
         if finding_key(f) in plan.held and f.autofix is not None
@@ -238,7 +238,7 @@ def _auto(findings: list[Finding], key: FindingKey) -> bool:
     return any(finding_key(f) == key and f.autofix is not None for f in findings)
 
 
-def _demote_broken_groups(plan: Plan, allowed: Collection[Applicability]) -> list[Finding]:
+def _demote_broken_groups(plan: FixPlan, allowed: Collection[Applicability]) -> list[Finding]:
     """Members of a group that lost a member are held too, saying which member."""
     _, held = fix_units(plan.findings, allowed)
     group_holds = {
