@@ -325,3 +325,16 @@ def test_a_module_loaded_by_name_is_an_import(tmp_path):
     assert problems(root) == [
         "migrate.scan.walker (scan) imports migrate.fix.fixer: fix is a later stage"
     ]
+
+
+def test_the_architecture_page_lists_every_package_in_its_layer_in_order():
+    page = (PACKAGE.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| (\w+) \| ((?:`[\w_]+`(?:, )?)+) \|", page, re.M)
+    documented = {
+        ("" if name == "__init__" else name): layer_name
+        for layer_name, cell in rows
+        for name in re.findall(r"`([\w_]+)`", cell)
+    }
+    assert documented == {package: NAMES[stage] for package, stage in LAYERS.items()}
+    order = sorted({s for s in LAYERS.values() if s != VERIFY}) + [VERIFY]
+    assert [layer_name for layer_name, _ in rows] == [NAMES[s] for s in order]

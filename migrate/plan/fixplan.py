@@ -630,7 +630,7 @@ def loaders_move_with_their_writers(ctx: Context) -> dict[FindingKey, str]:
 
 def _runtime_path_hold(ctx: Context, load: Finding) -> str | None:
     """A load whose path is chosen at run time: linked, by the files a `migrate record` run
-    saw it read (issue 28), to the saves that wrote them. It moves to `torch.export.load`
+    saw it read, to the saves that wrote them. It moves to `torch.export.load`
     once every one of those saves is migrated in this run; else it is held, naming one."""
     writers = load.get("recorded_writers")
     if writers:
@@ -675,7 +675,7 @@ def _at_line(ctx: Context, rules: tuple[str, ...], where: str) -> list[Finding]:
 
 
 def recorded_readers_follow(ctx: Context) -> dict[FindingKey, str]:
-    """issue 28, the other way: a save that a recorded run-time-path load read from changes
+    """The other way: a save that a recorded run-time-path load read from changes
     format only when that load moves too."""
     holds: dict[FindingKey, str] = {}
     for load in ctx.findings:
@@ -699,7 +699,7 @@ def _hold_linked(ctx: Context, holds: dict, rules: tuple[str, ...], linked, why:
 
 
 def lite_saves_move_with_their_captures(ctx: Context) -> dict[FindingKey, str]:
-    """issue 28: a lite save of a parameter lowers it as a program only when every capture
+    """A lite save of a parameter lowers it as a program only when every capture
     the recorded run saw it save is exported in this run; a capture passed to such a save
     is exported only when the save moves too."""
     holds: dict[FindingKey, str] = {}
