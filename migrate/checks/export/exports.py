@@ -119,6 +119,8 @@ def trace_module_export(ctx, call, scope, fix) -> str | None:
 
 
 def script_export(ctx, call, scope, uses, fix) -> str | None:
+    """`torch.jit.script(m)`'s export, with the first call of its result as the example
+    (where that call's inputs exist at the capture), else an example from elsewhere."""
     if not call.args or isinstance(call.args[0], ast.Starred):
         fix.fail("nothing to export")
         return None
@@ -133,17 +135,11 @@ def script_export(ctx, call, scope, uses, fix) -> str | None:
         None,
     )
     if first_call is None or stmt is None:
-        recorded = recorded_example(ctx, call, scope, fix)
-        if isinstance(recorded, tuple):
-            return export_call(ctx, fix, scope, module, *recorded)
-        static = static_example(ctx, call, module, scope, fix)
-        if static is not None and not static.startswith(" "):
-            return static
-        fix.fail(
+        problem = (
             "no example inputs in scope (the scripted module is not called here): export it "
-            f"with `torch.export.export(module, example_args)`{recorded or static or ''}"
+            "with `torch.export.export(module, example_args)`"
         )
-        return None
+        return _example_elsewhere(ctx, call, module, scope, fix, problem)
     assert isinstance(first_call, ast.Call)
     factory = tensor_factory_call(ctx)
     values = [*first_call.args, *(k.value for k in first_call.keywords)]
@@ -152,18 +148,11 @@ def script_export(ctx, call, scope, uses, fix) -> str | None:
         or any(k.arg is None for k in first_call.keywords)
         or not all(is_pure(v, factory) and available_at(ctx, v, scope, stmt) for v in values)
     ):
-        recorded = recorded_example(ctx, call, scope, fix)
-        if isinstance(recorded, tuple):
-            return export_call(ctx, fix, scope, module, *recorded)
-        static = static_example(ctx, call, module, scope, fix)
-        if static is not None and not static.startswith(" "):
-            return static
-        fix.fail(
+        problem = (
             f"the call on line {first_call.lineno} uses inputs that do not exist yet where the "
-            f"module is scripted: export it with `torch.export.export(module, example_args)`"
-            f"{recorded or static or ''}"
+            "module is scripted: export it with `torch.export.export(module, example_args)`"
         )
-        return None
+        return _example_elsewhere(ctx, call, module, scope, fix, problem)
     args = tuple_display(ctx, list(first_call.args))
     kwargs = None
     if first_call.keywords:
@@ -171,3 +160,17 @@ def script_export(ctx, call, scope, uses, fix) -> str | None:
         kwargs += "}"
     fix.note(f"example inputs taken from the call on line {first_call.lineno}")
     return export_call(ctx, fix, scope, module, args, kwargs)
+
+
+def _example_elsewhere(ctx, call, module: ast.expr, scope: Scope, fix, problem: str) -> str | None:
+    """The export of a scripted module whose calls here give no example: with the inputs a
+    recorded run saw, else those its class fixes, else the fix fails with `problem` and what
+    the evidence or the class said."""
+    recorded = recorded_example(ctx, call, scope, fix)
+    if isinstance(recorded, tuple):
+        return export_call(ctx, fix, scope, module, *recorded)
+    static = static_example(ctx, call, module, scope, fix)
+    if static is not None and not static.startswith(" "):
+        return static
+    fix.fail(f"{problem}{recorded or static or ''}")
+    return None
