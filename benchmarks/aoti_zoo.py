@@ -40,8 +40,10 @@ def _worker(archive: str, shape: str, out: str, threads: int) -> dict[str, Any]:
     import torch
 
     torch.set_num_threads(threads)
+    from migrate.verify.convert_flow import run_convert
     from migrate.verify.errors import VerifyError, describe
-    from migrate.verify.pipeline import VerifyConfig, run_convert, run_verify
+    from migrate.verify.options import VerifyConfig
+    from migrate.verify.verify_flow import run_verify
 
     row: dict[str, Any] = {"exported": False, "package": False}
     start = time.perf_counter()

@@ -1,6 +1,6 @@
 """Does `migrate verify --bench` measure the model, not the tool?
 
-For three models (the 5-layer MLP 8->16->16->4 at batch 3 from issue 18, the
+For three models (a 5-layer MLP 8->16->16->4 at batch 3, the
 test conv net, a one-layer transformer encoder), each repeat:
 
 1. `--bench`'s figures, from the same API `migrate verify` calls (run_verify,
@@ -33,8 +33,10 @@ import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
 from fixtures.models import zoo  # noqa: E402
+from migrate.verify.convert_flow import run_convert  # noqa: E402
 from migrate.verify.errors import quiet  # noqa: E402
-from migrate.verify.pipeline import VerifyConfig, run_convert, run_verify  # noqa: E402
+from migrate.verify.options import VerifyConfig  # noqa: E402
+from migrate.verify.verify_flow import run_verify  # noqa: E402
 
 RUNTIMES = ("TorchScript", "ep.module() (.pt2)", ".pte (XNNPACK)")
 

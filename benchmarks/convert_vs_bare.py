@@ -1,4 +1,4 @@
-"""Issue 32: `migrate convert` against the bare path, per archive, on a zoo of common
+"""`migrate convert` against the bare path, per archive, on a zoo of common
 architectures (timm, torchvision, transformers tiny configs; traced and scripted; random
 weights built in code, nothing downloaded).
 
@@ -233,8 +233,8 @@ def _worker(way: str, archive: str, shape: str, out: str, threads: int) -> dict[
     from torch._export.converter import TS2EPConverter
 
     from migrate.verify import inputs as inp
+    from migrate.verify.convert_flow import run_convert
     from migrate.verify.errors import VerifyError, describe, quiet
-    from migrate.verify.pipeline import run_convert
 
     example = inp.example_from_options(None, [shape], 0, 1, None)
     start, cpu = time.perf_counter(), time.process_time()

@@ -1,4 +1,4 @@
-"""Issue 13's table: each archive pattern through `migrate convert`'s recovery ladder.
+"""The recovery table: each archive pattern through `migrate convert`'s recovery ladder.
 
 For every archive built by ``tests/verify/recovery_models.py`` (plus the zoo's
 scripted TransformerEncoder): the ladder step that converted it, the lowering
@@ -25,7 +25,7 @@ import torch  # noqa: E402
 
 from fixtures.models import zoo  # noqa: E402
 from migrate.verify import VerifyError  # noqa: E402
-from migrate.verify.pipeline import run_convert  # noqa: E402
+from migrate.verify.convert_flow import run_convert  # noqa: E402
 from tests.verify import recovery_models as rm  # noqa: E402
 
 

@@ -58,8 +58,9 @@ def build_archive(name: str, tmp: Path) -> tuple[Path, Path]:
 def run_migrate_verify(path: Path, inputs: Path, out: Path) -> int:
     from rich.console import Console
 
-    from migrate.verify.pipeline import VerifyConfig, run_verify
+    from migrate.verify.options import VerifyConfig
     from migrate.verify.report import render_text
+    from migrate.verify.verify_flow import run_verify
 
     cfg = VerifyConfig(
         target=str(path), inputs=str(inputs), device="cpu", samples=SAMPLES, seed=SEED, out=out

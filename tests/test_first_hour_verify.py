@@ -1,4 +1,4 @@
-"""verify's report (issue 30): the tolerances each result was judged by, in the table and the
+"""verify's report: the tolerances each result was judged by, in the table and the
 JSON, and a found mismatch stays the verdict when another candidate could not be lowered."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ pytest.importorskip("torch")
 from rich.console import Console  # noqa: E402
 
 from migrate.verify.compare import LeafResult  # noqa: E402
-from migrate.verify.pipeline import Cell, Report  # noqa: E402
 from migrate.verify.report import render_json, render_text  # noqa: E402
+from migrate.verify.results import Cell, Report  # noqa: E402
 
 LOWER_ERROR = {"stage": "lower", "message": "to_edge refused the program: it differs"}
 

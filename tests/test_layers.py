@@ -1,12 +1,16 @@
 """The package's layout is its pipeline: scan -> facts -> plan -> fix -> report.
 
 Read from the source with `ast` (nothing of the package is imported): every import between
-modules of the package, at module level or inside a function, absolute or relative. No two
-modules may import each other, directly or through others, and no stage may import a later
-one. The order:
+modules of the package, at module level or inside a function, absolute or relative, and every
+module loaded by name (`importlib.import_module("migrate.scan.engine")`, or an f-string whose
+literal start names one). No two modules may import each other, directly or through others,
+and no stage may import a later one. The order:
 
 - shared vocabulary: findings, config, registry, gitsafe, safe_read, safe_write, printable
   (and the package's __init__);
+- analysis: migrate/analysis/, what every later stage asks of a file or of the repository
+  (each file parsed once per scan, the repository's import index), below the checks and the
+  facts that share it;
 - scan: migrate/scan/ and migrate/checks/ (the checks are what the scanner runs: a check sees
   one file, and the facts and the fixer reuse their helpers, as later stages may) and
   migrate/record/ (what `migrate record` saw is an input the checks read, like the source);
@@ -16,19 +20,24 @@ one. The order:
 - migrate/cli/ (the command line) may import everything, and so may migrate/codemod.py (the
   same apply for LibCST's command line).
 
-migrate/verify/ stands apart: it imports only the shared vocabulary, the scan stage (it reads
-a model's source as the checks do: MIG131's branch analysis) and itself, and only the command
-line imports it.
+migrate/verify/ stands apart: it imports only the shared vocabulary, the analysis and scan
+stages (it reads a model's source as the checks do: MIG131's branch analysis) and itself, and
+only the command line imports it.
+
+Two rules hold inside the order too: a rule's module (migrate/checks/migNNN_*.py) imports no
+other rule's module (what two rules share lives in a checks helper named by what it holds),
+and a private module (`_name`) is imported only from its own package.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "migrate"
 
-SHARED, SCAN, FACTS, PLAN, FIX, PIPELINE, REPORT, CLI = range(8)
+SHARED, ANALYSIS, SCAN, FACTS, PLAN, FIX, PIPELINE, REPORT, CLI = range(9)
 VERIFY = -1  # apart from the pipeline
 LAYERS = {
     "": SHARED,  # the package's __init__ (its version)
@@ -39,6 +48,7 @@ LAYERS = {
     "safe_read": SHARED,
     "safe_write": SHARED,
     "printable": SHARED,
+    "analysis": ANALYSIS,
     "scan": SCAN,
     "checks": SCAN,
     "record": SCAN,
@@ -52,7 +62,8 @@ LAYERS = {
     "codemod": CLI,  # LibCST's command line reaches apply through it
     "verify": VERIFY,
 }
-NAMES = {SHARED: "shared", SCAN: "scan", FACTS: "facts", PLAN: "plan", FIX: "fix"}
+NAMES = {SHARED: "shared", ANALYSIS: "analysis", SCAN: "scan", FACTS: "facts", PLAN: "plan"}
+NAMES[FIX] = "fix"
 NAMES.update({PIPELINE: "pipeline", REPORT: "report", CLI: "cli", VERIFY: "verify"})
 
 
@@ -83,6 +94,8 @@ def imports(root: Path) -> dict[str, set[str]]:
                     here = here[: len(here) - (node.level - 1)]
                     base = ".".join([*here, base] if base else here)
                 wanted = [f"{base}.{alias.name}" for alias in node.names]
+            elif isinstance(node, ast.Call) and (loaded := _loaded_by_name(node, root.name)):
+                wanted = [loaded]
             else:
                 continue
             for target in wanted:
@@ -92,6 +105,23 @@ def imports(root: Path) -> dict[str, set[str]]:
                     targets.add(target)
         out[name] = targets
     return out
+
+
+def _loaded_by_name(call: ast.Call, package: str) -> str | None:
+    """The module `importlib.import_module(...)` or `__import__(...)` loads, when its name is
+    a literal of the package, or an f-string whose literal start is (`f"pkg.checks.{name}"`
+    counts as the package `pkg.checks`)."""
+    func = call.func
+    named = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+    if named not in ("import_module", "__import__") or not call.args:
+        return None
+    arg = call.args[0]
+    if isinstance(arg, ast.JoinedStr):
+        arg = arg.values[0] if arg.values else None  # type: ignore[assignment]
+    if not (isinstance(arg, ast.Constant) and isinstance(arg.value, str)):
+        return None
+    text = arg.value.rstrip(".")
+    return text if text == package or text.startswith(package + ".") else None
 
 
 def layer(module: str) -> int | None:
@@ -131,6 +161,21 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+def is_rule(module: str) -> bool:
+    """A rule's module: the package's checks/migNNN_<slug>."""
+    parts = module.split(".")
+    return (
+        len(parts) == 3 and parts[1] == "checks" and bool(re.fullmatch(r"mig\d{3}_\w+", parts[2]))
+    )
+
+
+def private_package(module: str) -> str | None:
+    """The stage package whose private module (a `_name` part) `module` is, else None."""
+    parts = module.split(".")
+    private = any(p.startswith("_") and not p.startswith("__") for p in parts[1:])
+    return parts[1] if private and len(parts) > 2 else None
+
+
 def problems(root: Path) -> list[str]:
     graph = imports(root)
     found = [f"import circle: {' -> '.join(group)}" for group in circles(graph)]
@@ -140,11 +185,16 @@ def problems(root: Path) -> list[str]:
             found.append(f"{module}: no stage (add its package to LAYERS in {Path(__file__).name})")
             continue
         for target in sorted(graph[module]):
+            if is_rule(module) and is_rule(target):
+                found.append(f"{module} imports {target}: a rule imports another rule")
+            owner = private_package(target)
+            if owner is not None and owner != (module.split(".") + [""])[1]:
+                found.append(f"{module} imports {target}: a private module of {owner}/")
             there = layer(target)
             if there is None:
                 continue  # reported as the module it is
             if here == VERIFY:
-                if there not in (SHARED, SCAN, VERIFY):
+                if there not in (SHARED, ANALYSIS, SCAN, VERIFY):
                     found.append(f"{module} (verify) imports {target} ({NAMES[there]})")
             elif there == VERIFY:
                 if here != CLI:
@@ -156,10 +206,25 @@ def problems(root: Path) -> list[str]:
     return found
 
 
+# Imports the rules above forbid that stay until the analysis layer (migrate/analysis/) takes
+# what they share: mig101 and the facts' modules are being rewritten on that work. The test
+# fails when one is gone, so that the list only shrinks.
+WAITING = {
+    "migrate.checks.mig101_jit_script imports migrate.checks.mig121_repository_wrapper_call: "
+    "a rule imports another rule",  # the re-export table, to repository_index
+    "migrate.facts._repo imports migrate.checks._flow: a private module of checks/",
+    "migrate.facts.blockers imports migrate.checks._compile_guard: a private module of checks/",
+    "migrate.facts.serving imports migrate.checks._native: a private module of checks/",
+    "migrate.facts.wrappers imports migrate.checks._repo_wrappers: a private module of checks/",
+}
+
+
 def test_the_package_has_no_circle_and_no_backward_import():
     assert PACKAGE.is_dir()
     assert len(modules(PACKAGE)) > 100  # the real package, not an empty folder
-    assert problems(PACKAGE) == []
+    found = problems(PACKAGE)
+    assert [p for p in found if p not in WAITING] == []
+    assert sorted(WAITING - set(found)) == []  # gone: take it off WAITING
 
 
 def _package(root: Path, files: dict[str, str]) -> Path:
@@ -218,3 +283,58 @@ def test_a_module_outside_every_stage_is_named(tmp_path):
     assert problems(root) == [
         "migrate.helpers: no stage (add its package to LAYERS in test_layers.py)"
     ]
+
+
+def test_a_rule_imports_no_other_rule_but_shares_through_a_helper(tmp_path):
+    files = {
+        **CLEAN,
+        "checks/__init__.py": "",
+        "checks/_trace_capture.py": "from migrate.findings import Finding\n",
+        "checks/mig102_jit_trace.py": "from migrate.checks._trace_capture import Finding\n",
+        "checks/mig103_jit_trace_module.py": "from migrate.checks.mig102_jit_trace import X\n",
+    }
+    assert problems(_package(tmp_path, files)) == [
+        "migrate.checks.mig103_jit_trace_module imports migrate.checks.mig102_jit_trace: "
+        "a rule imports another rule"
+    ]
+
+
+def test_a_private_module_is_imported_only_from_its_own_package(tmp_path):
+    files = {
+        **CLEAN,
+        "scan/_tokens.py": "",
+        "scan/walker.py": "from migrate.scan import _tokens\n",  # its own package: fine
+        "fix/fixer.py": "from migrate.scan._tokens import split\n",
+    }
+    assert problems(_package(tmp_path, files)) == [
+        "migrate.fix.fixer imports migrate.scan._tokens: a private module of scan/"
+    ]
+
+
+def test_a_module_loaded_by_name_is_an_import(tmp_path):
+    late = (
+        "import importlib\n"
+        "def run(name):\n"
+        "    importlib.import_module('migrate.fix.fixer')\n"
+        "    importlib.import_module(f'migrate.scan.{name}')\n"  # the package: same stage
+        "    importlib.import_module(name)\n"  # not a literal: not seen
+        "    return __import__('json')\n"  # outside the package
+    )
+    root = _package(tmp_path, {**CLEAN, "scan/walker.py": late})
+    assert imports(root)["migrate.scan.walker"] == {"migrate.fix.fixer", "migrate.scan"}
+    assert problems(root) == [
+        "migrate.scan.walker (scan) imports migrate.fix.fixer: fix is a later stage"
+    ]
+
+
+def test_the_architecture_page_lists_every_package_in_its_layer_in_order():
+    page = (PACKAGE.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| (\w+) \| ((?:`[\w_]+`(?:, )?)+) \|", page, re.M)
+    documented = {
+        ("" if name == "__init__" else name): layer_name
+        for layer_name, cell in rows
+        for name in re.findall(r"`([\w_]+)`", cell)
+    }
+    assert documented == {package: NAMES[stage] for package, stage in LAYERS.items()}
+    order = sorted({s for s in LAYERS.values() if s != VERIFY}) + [VERIFY]
+    assert [layer_name for layer_name, _ in rows] == [NAMES[s] for s in order]

@@ -41,6 +41,18 @@ def _shares_line(a: ast.stmt, b: ast.stmt) -> bool:
     return a.lineno <= b.end_lineno and b.lineno <= a.end_lineno  # type: ignore[operator]
 
 
+def drop_definition(ctx: PythonContext, node: ast.stmt) -> Edit:
+    """Delete a def or class with its decorators and the blank lines after it (those before
+    it separate what stays)."""
+    decorators = getattr(node, "decorator_list", [])
+    first = min([node.lineno, *(d.lineno for d in decorators)])
+    last = node.end_lineno or node.lineno
+    total = len(ctx.text.splitlines())
+    while last < total and not ctx.index.line_text(last + 1).strip():
+        last += 1
+    return Edit(ctx.index.offset(first, 0), ctx.index.offset(last + 1, 0), "")
+
+
 def remove_decorator(ctx: PythonContext, decorator: ast.expr) -> Edit:
     # The `@` sits before the decorator expression on the same line.
     return delete_lines(ctx, decorator)

@@ -259,6 +259,23 @@ TYPES = frozenset({"Module", "Method", "CompilationUnit", "Object"})
 VALUES = frozenset({"IValue", "Stack", "GenericDict", "GenericList"})
 
 
+def describe_use(symbol: str, what: str) -> str:
+    """The head of a C++/Objective-C++ finding: what the runtime use is."""
+    if what == "include":
+        return f"including `<{symbol}>` pulls in the TorchScript runtime"
+    last = symbol.rsplit("::", 1)[-1]
+    if last in LOADERS:
+        return f"`{symbol}` loads a TorchScript archive"
+    if last in TYPES:
+        return f"`{symbol}` is a TorchScript module type"
+    if last in VALUES:
+        return f"`{symbol}` is a TorchScript value (ExecuTorch passes a list of `EValue`s)"
+    return (
+        f"`{symbol}` is a TorchScript runtime setting or pass, with no counterpart in ExecuTorch "
+        "or AOTInductor: drop it when the loader moves"
+    )
+
+
 @functools.lru_cache(maxsize=1)
 def unqualified_names() -> frozenset[str]:
     """Names of the runtime that count unqualified after `using namespace torch::jit;`

@@ -118,13 +118,13 @@ def _comparison(ctx: PythonContext, node: ast.AST) -> tuple[ast.AST, list[ast.ex
     while current is not None and not isinstance(current, ast.stmt):
         if isinstance(current, ast.Compare):
             return current, [current.left, *current.comparators]
-        if isinstance(current, ast.Call) and _is_comparator(ctx, current.func):
+        if isinstance(current, ast.Call) and is_comparator(ctx, current.func):
             return current, [*current.args, *(k.value for k in current.keywords)]
         current = parent(ctx, current)
     return None
 
 
-def _is_comparator(ctx: PythonContext, func: ast.expr) -> bool:
+def is_comparator(ctx: PythonContext, func: ast.expr) -> bool:
     if ctx.qualname(func) in COMPARATORS:
         return True
     name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)

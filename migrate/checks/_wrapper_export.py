@@ -1,5 +1,5 @@
-"""Under `--intent drop`: the repository's public TorchScript wrappers move to torch.export
-(issue 27 item 7), keeping their names and parameters.
+"""Under `--intent drop`: the repository's public TorchScript wrappers move to torch.export,
+keeping their names and parameters.
 
 A maintainer who drops TorchScript keeps `convert_to_torchscript(model, filename_or_obj,
 extra_files, verify, inputs)` callable as it was called, and changes what it makes: the
@@ -27,10 +27,11 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from migrate.checks import _export_rewrite as rw
 from migrate.checks._flow import bound_name, name_uses, parent
 from migrate.checks._repo_wrappers import LOADS, SAVE, Wrapper
 from migrate.checks.base import Edit, PythonContext
+from migrate.checks.export.builder import FixBuilder
+from migrate.checks.export.uses import jit_save_edits, method_save
 from migrate.findings import ImportSpec
 
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -230,17 +231,17 @@ def result_saves(ctx: PythonContext, call: ast.Call) -> tuple[list[tuple[str, tu
     out = []
     for use in uses:
         holder = parent(ctx, use)
-        fix = rw.Fix()
+        fix = FixBuilder()
         if isinstance(holder, ast.Call) and holder.args[:1] == [use]:
             if ctx.qualname(holder.func) != SAVE:
                 continue
             save, code = holder, "MIG201"
-            rw._jit_save_edits(ctx, holder, scope, fix)
+            jit_save_edits(ctx, holder, scope, fix)
         elif isinstance(holder, ast.Attribute) and holder.attr == "save":
             save, code = parent(ctx, holder), "MIG201"
             if not (isinstance(save, ast.Call) and save.func is holder):
                 continue
-            rw._method_save(ctx, save, use.id, scope, fix)  # type: ignore[attr-defined]
+            method_save(ctx, save, use.id, scope, fix)  # type: ignore[attr-defined]
         else:
             continue
         if not fix.auto:

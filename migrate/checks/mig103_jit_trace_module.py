@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from migrate.checks._export_rewrite import TRACE_MODULE_PARAMS
-from migrate.checks.mig102_jit_trace import JitTraceToExport
+from migrate.checks._trace_capture import TraceCapture
+from migrate.checks.export.apis import TRACE_MODULE_PARAMS
 
 
-class JitTraceModuleToExport(JitTraceToExport):
+class JitTraceModuleToExport(TraceCapture):
     code = "MIG103"
     verb = "torch.jit.trace_module"
     why = "is deprecated"

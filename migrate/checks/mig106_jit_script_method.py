@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from migrate.checks.mig104_jit_ignore_unused import DecoratorRemoval
+from migrate.checks._decorator_removal import DecoratorRemoval
 
 
 class JitScriptMethod(DecoratorRemoval):

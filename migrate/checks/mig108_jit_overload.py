@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from migrate.checks._edits import block_of, replace
+from migrate.checks._edits import block_of, drop_definition, replace
 from migrate.checks.base import Edit, PythonCheck, PythonContext, Reference
 from migrate.findings import FixKind
 
@@ -96,18 +96,6 @@ def _implemented(ctx: PythonContext, stub: ast.AST | None) -> bool:
         and not is_stub(s)
         for s in later
     )
-
-
-def drop_definition(ctx: PythonContext, node: ast.stmt) -> Edit:
-    """Delete a def or class with its decorators and the blank lines after it (those before
-    it separate what stays)."""
-    decorators = getattr(node, "decorator_list", [])
-    first = min([node.lineno, *(d.lineno for d in decorators)])
-    last = node.end_lineno or node.lineno
-    total = len(ctx.text.splitlines())
-    while last < total and not ctx.index.line_text(last + 1).strip():
-        last += 1
-    return Edit(ctx.index.offset(first, 0), ctx.index.offset(last + 1, 0), "")
 
 
 def _spell_overload(ctx: PythonContext) -> tuple[str, tuple[str, ...]]:

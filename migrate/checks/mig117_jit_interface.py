@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import ast
 
-from migrate.checks._edits import drop_statement
+from migrate.checks._edits import drop_definition, drop_statement
 from migrate.checks._flow import parent
 from migrate.checks.base import Edit, PythonCheck, PythonContext, Reference
-from migrate.checks.mig108_jit_overload import drop_definition
 from migrate.findings import FixKind
 
 _MANUAL = (

@@ -5,11 +5,13 @@ from __future__ import annotations
 import ast
 import re
 
-from migrate.checks import _export_rewrite as rw
 from migrate.checks import _wrappers as wr
-from migrate.checks._export_rewrite import _short, _unsupported, example_args, result_uses
 from migrate.checks._flow import parent
 from migrate.checks.base import Edit, PythonContext
+from migrate.checks.export.builder import FixBuilder, short
+from migrate.checks.export.inputs import example_args
+from migrate.checks.export.spelling import renamed_path
+from migrate.checks.export.uses import result_uses, unsupported_use
 from migrate.findings import FixKind
 
 PARAMS = ("file_path", "method", "example_inputs")
@@ -40,14 +42,14 @@ class LightningToTorchscript(wr.FrameworkMethodCheck):
         traced = isinstance(method, ast.Constant) and method.value == "trace"
         does = "traces" if traced else "scripts"
         spelled = f"{model}.{func.attr}({'...' if node.args or node.keywords else ''})"
-        head = f"`{_short(spelled)}` {does} the module into TorchScript through Lightning"
+        head = f"`{short(spelled)}` {does} the module into TorchScript through Lightning"
         example, note = _example(ctx, node, args, model)
         parts = [f"{head}; capture it with `torch.export.export({model}, {example})`{note}"]
         path = args.get("file_path")
         if path is not None and not wr.is_literal(path, None):
             parts.append(
                 f"save that with `torch.export.save(ep, ...)` to a `.pt2` in place of "
-                f"`{_short(ctx.source(path))}`, and move what loads that file with it"
+                f"`{short(ctx.source(path))}`, and move what loads that file with it"
             )
         parts.append(f"for ONNX, `{model}.to_onnx(path, example, dynamo=True)`")
         scripted = method is None or isinstance(method, ast.Constant) and method.value == "script"
@@ -105,7 +107,7 @@ def _example(
         inputs = example_args(ctx, given, ctx.table.scope_for(call))
         if inputs is not None and len(inputs) <= 40:
             return inputs, ""
-        text = _short(ctx.source(given))
+        text = short(ctx.source(given))
         return (text if isinstance(given, ast.Tuple) else f"({text},)"), ""
     method = args.get("method")
     if _defines_example_array(ctx) or (
@@ -151,7 +153,7 @@ def _rewrite(ctx: PythonContext, call: ast.Call, args: dict[str, ast.expr]) -> R
     scope = ctx.table.scope_for(call)
     inputs = example_args(ctx, given, scope)
     if inputs is None:
-        return [], (), f"cannot tell whether `{_short(ctx.source(given))}` is one input or several"
+        return [], (), f"cannot tell whether `{short(ctx.source(given))}` is one input or several"
     export, imports = ctx.spell("torch.export.export", scope)
     model = ctx.source(call.func.value)  # type: ignore[attr-defined]
     edits = [Edit(*ctx.span(call), f"{export}({model}.eval(), {inputs})")]
@@ -189,7 +191,7 @@ def _save_rewrite(
             return (
                 [],
                 (),
-                f"cannot tell whether `{_short(ctx.source(given))}` is one input or several",
+                f"cannot tell whether `{short(ctx.source(given))}` is one input or several",
             )
     elif traced or _defines_example_array(ctx):
         # Lightning itself traces with `example_input_array` when no inputs are given. The
@@ -202,7 +204,7 @@ def _save_rewrite(
         return [], (), "export needs example inputs: set `example_input_array` or pass a batch"
     export, imports = ctx.spell("torch.export.export", scope)
     save, more = ctx.spell("torch.export.save", scope)
-    target = rw.renamed_path(ctx, args["file_path"], ".pt2", rw.Fix())
+    target = renamed_path(ctx, args["file_path"], ".pt2", FixBuilder())
     text = f"{save}({export}({model}.eval(), {inputs}), {target})"
     return [Edit(*ctx.span(call), text)], tuple(dict.fromkeys((*imports, *more, *extra))), None
 
@@ -232,5 +234,5 @@ def _only_called(
     for use in uses:
         holder = parent(ctx, use)
         if not (isinstance(holder, ast.Call) and holder.func is use):
-            return [], _unsupported(ctx, use, holder)
+            return [], unsupported_use(ctx, use, holder)
     return uses, None

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import ast
 
-from migrate.checks import _export_rewrite as rw
 from migrate.checks import _static_inputs as static_inputs
 from migrate.checks.base import PythonCheck, PythonContext, Reference
+from migrate.checks.export.apis import bind_args
+from migrate.checks.export.builder import FixBuilder, short
+from migrate.checks.export.captures import capture_fix
+from migrate.checks.export.origins import capture_line, source_of
+from migrate.checks.export.uses import jit_save_edits, method_save
 from migrate.findings import FixKind
 
 METHOD_SYMBOL = "torch.jit.ScriptModule.save"
@@ -19,7 +23,7 @@ class JitSaveToExportSave(static_inputs.AsksForInputs, PythonCheck):
 
     def on_reference(self, ref: Reference, ctx: PythonContext) -> None:
         call = ref.call
-        bound = rw.bind_args(call, ("m", "f", "_extra_files")) if call is not None else None
+        bound = bind_args(call, ("m", "f", "_extra_files")) if call is not None else None
         if call is None or ref.role != "call" or not bound or "m" not in bound:
             ctx.report(
                 self.rule,
@@ -42,7 +46,7 @@ class JitSaveToExportSave(static_inputs.AsksForInputs, PythonCheck):
         value = node.func.value
         if not isinstance(value, (ast.Name, ast.Call)):
             return
-        if rw.source_of(ctx, value).kind == "unknown":
+        if source_of(ctx, value).kind == "unknown":
             return  # any other object's .save(): not ours
         self.report_save(ctx, node, value, f"`{ctx.source(node.func)}()`", METHOD_SYMBOL)
 
@@ -51,17 +55,17 @@ class JitSaveToExportSave(static_inputs.AsksForInputs, PythonCheck):
     ) -> None:
         head = f"{what} writes a TorchScript archive"
         scope = ctx.table.scope_for(call)
-        source = rw.source_of(ctx, value)
-        fix = rw.Fix()
+        source = source_of(ctx, value)
+        fix = FixBuilder()
         if source.kind == "capture":
-            fix = rw.capture_fix(ctx, source.node)  # type: ignore[arg-type]
-            done = f"saved with `torch.export.save` together with its capture{rw.capture_line(source.node)}"
+            fix = capture_fix(ctx, source.node)  # type: ignore[arg-type]
+            done = f"saved with `torch.export.save` together with its capture{capture_line(source.node)}"
         elif source.kind == "program":
             done = "saved with `torch.export.save`"
             if symbol == METHOD_SYMBOL:
-                rw._method_save(ctx, call, ctx.source(value), scope, fix)
+                method_save(ctx, call, ctx.source(value), scope, fix)
             else:
-                rw._jit_save_edits(ctx, call, scope, fix)
+                jit_save_edits(ctx, call, scope, fix)
         elif source.kind == "jit_load":
             fix.fail(
                 "it re-saves a loaded TorchScript archive: convert the archive with "
@@ -73,7 +77,7 @@ class JitSaveToExportSave(static_inputs.AsksForInputs, PythonCheck):
             )
         else:
             fix.fail(
-                f"the tool cannot see that `{rw._short(ctx.source(value))}` is an exported "
+                f"the tool cannot see that `{short(ctx.source(value))}` is an exported "
                 "program here: export it (`torch.export.export(module, args)`) and save that"
             )
         if not fix.auto:

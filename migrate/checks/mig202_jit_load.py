@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import ast
 
-from migrate.checks import _export_rewrite as rw
 from migrate.checks._edits import delete_lines
-from migrate.checks._export_checks import capture_of_load
 from migrate.checks._flow import block_of, bound_name, name_uses, parent, scope_statements
 from migrate.checks.base import Edit, PythonCheck, PythonContext, Reference
+from migrate.checks.export.apis import OPTIMIZE_FOR_MOBILE, bind_args
+from migrate.checks.export.builder import FixBuilder, short
+from migrate.checks.export.captures import capture_fix
+from migrate.checks.export.inputs import recorded_load
+from migrate.checks.export.per_call import capture_of_load
+from migrate.checks.export.spelling import renamed_path
 from migrate.findings import FixKind
 
 # What a loaded TorchScript module offers that an exported module does not.
@@ -29,7 +33,7 @@ _ARCHIVE_CALLS = frozenset(
     {
         "torch.jit.save",
         "torch.jit.freeze",
-        rw.OPTIMIZE_FOR_MOBILE,
+        OPTIMIZE_FOR_MOBILE,
         "torch.jit.optimize_for_inference",
     }
 )
@@ -44,7 +48,7 @@ class JitLoadToExportLoad(PythonCheck):
     def on_reference(self, ref: Reference, ctx: PythonContext) -> None:
         call = ref.call
         bound = (
-            rw.bind_args(call, ("f", "map_location", "_extra_files", "_restore_shapes"))
+            bind_args(call, ("f", "map_location", "_extra_files", "_restore_shapes"))
             if call is not None and ref.role == "call"
             else None
         )
@@ -64,7 +68,7 @@ class JitLoadToExportLoad(PythonCheck):
                 self.rule, call, f"{head}; {fix.problem}", symbol=ref.qualname, fix=FixKind.ASSISTED
             )
             return
-        recorded = rw.recorded_load(ctx, call, fix, bound["f"])  # issue 28
+        recorded = recorded_load(ctx, call, fix, bound["f"])  # what the recorded run loaded
         ctx.report(
             self.rule,
             call,
@@ -77,22 +81,24 @@ class JitLoadToExportLoad(PythonCheck):
         )
 
     @staticmethod
-    def round_trip(ctx: PythonContext, call: ast.Call) -> rw.Fix | None:
+    def round_trip(ctx: PythonContext, call: ast.Call) -> FixBuilder | None:
         """The load of a save/load round trip of a scripted module in one test: it moves
         with the capture's fix (one export, save and load per call structure)."""
         capture = capture_of_load(ctx, call)
         if capture is None:
             return None
-        fix = rw.capture_fix(ctx, capture)
+        fix = capture_fix(ctx, capture)
         if fix.auto and any(code == self_code and node is call for code, node in fix.members):
             return fix
         return None
 
-    def load_fix(self, ctx: PythonContext, call: ast.Call, bound: dict[str, ast.expr]) -> rw.Fix:
-        fix = rw.Fix()
+    def load_fix(
+        self, ctx: PythonContext, call: ast.Call, bound: dict[str, ast.expr]
+    ) -> FixBuilder:
+        fix = FixBuilder()
         scope = ctx.table.scope_for(call)
         load = fix.need(ctx.spell("torch.export.load", scope))
-        text = f"{load}({rw.renamed_path(ctx, bound['f'], '.pt2', fix)}"
+        text = f"{load}({renamed_path(ctx, bound['f'], '.pt2', fix)}"
         if "_extra_files" in bound:
             text += f", extra_files={ctx.source(bound['_extra_files'])}"
         text += ").module()"
@@ -106,7 +112,7 @@ class JitLoadToExportLoad(PythonCheck):
                 text += f".to({ctx.source(device)})"
             else:
                 return fix.fail(
-                    f"`map_location={rw._short(ctx.source(device))}` is not a device: move the "
+                    f"`map_location={short(ctx.source(device))}` is not a device: move the "
                     "loaded module with `.to(device)` yourself"
                 )
         if "_restore_shapes" in bound:
@@ -123,7 +129,7 @@ class JitLoadToExportLoad(PythonCheck):
         self.uses_fix(ctx, call, fix)
         return fix
 
-    def uses_fix(self, ctx: PythonContext, call: ast.Call, fix: rw.Fix) -> None:
+    def uses_fix(self, ctx: PythonContext, call: ast.Call, fix: FixBuilder) -> None:
         scope = ctx.table.scope_for(call)
         bound = bound_name(ctx, call)
         holder = parent(ctx, call)

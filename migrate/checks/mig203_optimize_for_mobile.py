@@ -2,32 +2,10 @@
 
 from __future__ import annotations
 
-import ast
-
-from migrate.checks import _export_rewrite as rw
 from migrate.checks import _static_inputs as static_inputs
 from migrate.checks.base import PythonCheck, PythonContext, Reference
+from migrate.checks.export.origins import mobile_source_fix
 from migrate.findings import FixKind
-
-
-def mobile_source_fix(ctx: PythonContext, call: ast.Call) -> tuple[rw.Fix, str]:
-    """The fix for an optimize_for_mobile call: its capture's group, or a local lowering."""
-    fix = rw.Fix()
-    if not call.args or isinstance(call.args[0], ast.Starred):
-        return fix.fail("nothing to lower"), ""
-    value = call.args[0]
-    source = rw.source_of(ctx, value)
-    if source.kind == "capture":
-        return rw.capture_fix(ctx, source.node), (  # type: ignore[arg-type]
-            f" together with its capture{rw.capture_line(source.node)}"
-        )
-    if source.kind == "program":
-        rw.mobile_fix(ctx, call, ctx.source(value), ctx.table.scope_for(call), fix)
-        return fix, ""
-    return fix.fail(
-        f"the tool cannot see that `{rw._short(ctx.source(value))}` is an exported program: "
-        "export the model (`torch.export.export(module, args)`) and lower that"
-    ), ""
 
 
 class OptimizeForMobile(static_inputs.AsksForInputs, PythonCheck):

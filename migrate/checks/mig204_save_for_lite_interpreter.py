@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import ast
 
-from migrate.checks import _export_rewrite as rw
 from migrate.checks import _static_inputs as static_inputs
 from migrate.checks.base import PythonCheck, PythonContext
-from migrate.checks.mig203_optimize_for_mobile import mobile_source_fix
+from migrate.checks.export.builder import FixBuilder, short
+from migrate.checks.export.captures import capture_fix
+from migrate.checks.export.origins import capture_line, mobile_source_fix, source_of
+from migrate.checks.export.spelling import lowered
+from migrate.checks.export.uses import lite_save, recorded_program_save
 from migrate.findings import FixKind
 
 SYMBOL = "torch.jit.ScriptModule._save_for_lite_interpreter"
@@ -27,24 +30,24 @@ class SaveForLiteInterpreter(static_inputs.AsksForInputs, PythonCheck):
             return
         head = "`_save_for_lite_interpreter` writes a lite-interpreter `.ptl`"
         value = node.func.value
-        source = rw.source_of(ctx, value)
-        fix = rw.Fix()
+        source = source_of(ctx, value)
+        fix = FixBuilder()
         together = ""
         recorded: dict = {}
         if source.kind == "capture":
-            fix = rw.capture_fix(ctx, source.node)  # type: ignore[arg-type]
-            together = f" together with its capture{rw.capture_line(source.node)}"
+            fix = capture_fix(ctx, source.node)  # type: ignore[arg-type]
+            together = f" together with its capture{capture_line(source.node)}"
         elif source.kind == "mobile":
             fix, together = mobile_source_fix(ctx, source.node)  # type: ignore[arg-type]
         elif source.kind == "program":
             scope = ctx.table.scope_for(node)
-            rw._lite_save(ctx, node, rw.lowered(ctx, fix, ctx.source(value), scope), scope, fix)
+            lite_save(ctx, node, lowered(ctx, fix, ctx.source(value), scope), scope, fix)
         else:
             fix.fail(
-                f"the tool cannot see that `{rw._short(ctx.source(value))}` is an exported "
+                f"the tool cannot see that `{short(ctx.source(value))}` is an exported "
                 "program: export the model (`torch.export.export(module, args)`) and lower that"
             )
-            recorded = rw.recorded_program_save(ctx, node, fix)  # issue 28
+            recorded = recorded_program_save(ctx, node, fix)  # the run saw it save programs
         if not fix.auto:
             ctx.report(
                 self.rule, node, f"{head}; {fix.problem}", symbol=SYMBOL, fix=FixKind.ASSISTED

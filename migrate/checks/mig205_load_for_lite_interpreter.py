@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import ast
 
-from migrate.checks import _export_rewrite as rw
 from migrate.checks._flow import parent, reaching_value
-from migrate.checks.base import GroupFix, PythonCheck, PythonContext, Reference
+from migrate.checks.base import Edit, GroupFix, PythonCheck, PythonContext, Reference
+from migrate.checks.export.apis import LITE_LOADS, bind_args
+from migrate.checks.export.builder import FixBuilder
+from migrate.checks.export.inputs import tuple_display
+from migrate.checks.export.spelling import renamed_path, spell_from
+from migrate.checks.export.uses import result_uses
 from migrate.findings import FixKind
 
 CALL_NOTE = (
@@ -25,7 +29,7 @@ class LoadForLiteInterpreter(PythonCheck):
     def on_reference(self, ref: Reference, ctx: PythonContext) -> None:
         head = "`_load_for_lite_interpreter` needs the deprecated lite interpreter"
         call = ref.call
-        bound = rw.bind_args(call, ("f", "map_location")) if call is not None else None
+        bound = bind_args(call, ("f", "map_location")) if call is not None else None
         if call is None or ref.role != "call" or not bound or "f" not in bound:
             ctx.report(
                 self.rule,
@@ -36,10 +40,10 @@ class LoadForLiteInterpreter(PythonCheck):
                 fix=FixKind.MANUAL,
             )
             return
-        fix = rw.Fix()
+        fix = FixBuilder()
         scope = ctx.table.scope_for(call)
-        runtime = fix.need(rw.spell_from(ctx, "executorch.runtime", "Runtime", scope))
-        path = rw.renamed_path(ctx, bound["f"], ".pte", fix)
+        runtime = fix.need(spell_from(ctx, "executorch.runtime", "Runtime", scope))
+        path = renamed_path(ctx, bound["f"], ".pte", fix)
         if "map_location" in bound:
             fix.note("map_location dropped (ExecuTorch runs where its delegates run)")
         text = f'{runtime}.get().load_program({path}).load_method("forward")'
@@ -54,7 +58,7 @@ class LoadForLiteInterpreter(PythonCheck):
             call,
             f"{head}; loads the `.pte` through `executorch.runtime`{fix.suffix()}; {CALL_NOTE}",
             symbol=ref.qualname,
-            edits=[rw.Edit(*ctx.span(call), text)],
+            edits=[Edit(*ctx.span(call), text)],
             imports=fix.imports,
             group=group,
         )
@@ -68,12 +72,12 @@ class LoadForLiteInterpreter(PythonCheck):
         origin = reaching_value(ctx, node.func)
         if not (isinstance(origin, ast.Call) and _is_lite_load(ctx, origin)):
             return
-        if _simple_call(node) and ctx.qualname(origin.func) in rw.LITE_LOADS:
+        if _simple_call(node) and ctx.qualname(origin.func) in LITE_LOADS:
             holder = parent(ctx, node)
             unpacked = isinstance(holder, ast.Assign) and isinstance(
                 holder.targets[0], (ast.Tuple, ast.List)
             )
-            inputs = rw.tuple_display(ctx, list(node.args))
+            inputs = tuple_display(ctx, list(node.args))
             text = f"{node.func.id}.execute({inputs})" + ("" if unpacked else "[0]")
             members = [(self.code, origin), (self.code, node)]
             ctx.report(
@@ -83,7 +87,7 @@ class LoadForLiteInterpreter(PythonCheck):
                 "runs through `.execute((x, ...))`, which returns a list of outputs; "
                 + ("unpacked as before" if unpacked else "the first is taken (one output)"),
                 symbol="torch.jit.mobile.LiteScriptModule.__call__",
-                edits=[rw.Edit(*ctx.span(node), text)],
+                edits=[Edit(*ctx.span(node), text)],
                 group=GroupFix(members),
                 loaded_by=origin.lineno,  # its load's group: the load is the consumer site
             )
@@ -103,7 +107,7 @@ def _simple_call(call: ast.Call) -> bool:
 
 def _calls_of_result(ctx: PythonContext, load: ast.Call, scope) -> list[ast.Call]:
     """The calls `m(x)` of the module a load returns (bound to a name in the scope)."""
-    uses, problem = rw.result_uses(ctx, load, scope)
+    uses, problem = result_uses(ctx, load, scope)
     if problem is not None:
         return []
     found = []
@@ -119,7 +123,7 @@ def _mentions_lite_load(text: str) -> bool:
 
 
 def _is_lite_load(ctx: PythonContext, call: ast.Call) -> bool:
-    if ctx.qualname(call.func) in rw.LITE_LOADS:
+    if ctx.qualname(call.func) in LITE_LOADS:
         return True
     func = call.func
     return (

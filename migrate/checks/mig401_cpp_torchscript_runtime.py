@@ -14,23 +14,6 @@ EXECUTORCH = "load a `.pte` with `executorch::extension::Module` (`module.forwar
 AOTI = "on server GPUs a `.pt2` with `torch::inductor::AOTIModelPackageLoader`"
 
 
-def describe(symbol: str, what: str) -> str:
-    """The head of a C++/Objective-C++ finding: what the runtime use is."""
-    if what == "include":
-        return f"including `<{symbol}>` pulls in the TorchScript runtime"
-    last = symbol.rsplit("::", 1)[-1]
-    if last in _native.LOADERS:
-        return f"`{symbol}` loads a TorchScript archive"
-    if last in _native.TYPES:
-        return f"`{symbol}` is a TorchScript module type"
-    if last in _native.VALUES:
-        return f"`{symbol}` is a TorchScript value (ExecuTorch passes a list of `EValue`s)"
-    return (
-        f"`{symbol}` is a TorchScript runtime setting or pass, with no counterpart in ExecuTorch "
-        "or AOTInductor: drop it when the loader moves"
-    )
-
-
 class CppTorchScriptRuntime(_native.NativeCheck):
     code = "MIG401"
     prefilter = r"jit|torch/script\.h"
@@ -55,7 +38,7 @@ class CppTorchScriptRuntime(_native.NativeCheck):
                 ctx,
                 use.start,
                 use.end,
-                f"{describe(use.symbol, use.what)}; {EXECUTORCH}, or {AOTI}",
+                f"{_native.describe_use(use.symbol, use.what)}; {EXECUTORCH}, or {AOTI}",
                 use.symbol,
                 fix=FixKind.MANUAL,
                 loads=use.symbol.rsplit("::", 1)[-1] in _native.LOADERS,
@@ -72,8 +55,9 @@ class CppTorchScriptRuntime(_native.NativeCheck):
                     ctx,
                     use.start,
                     use.end,
-                    f"{describe(use.symbol, use.what)}; not moved to AOTInductor (intent drop): "
-                    f"{plan.refusal} (line {line}); by hand: {_cpp_aoti.recipe(use)}",
+                    f"{_native.describe_use(use.symbol, use.what)}; not moved to AOTInductor "
+                    f"(intent drop): {plan.refusal} (line {line}); by hand: "
+                    f"{_cpp_aoti.recipe(use)}",
                     use.symbol,
                     fix=FixKind.MANUAL,
                     loads=use.symbol.rsplit("::", 1)[-1] in _native.LOADERS,
@@ -90,8 +74,9 @@ class CppTorchScriptRuntime(_native.NativeCheck):
                 ctx,
                 use.start,
                 use.end,
-                f"{describe(use.symbol, use.what)}; the repository drops TorchScript (intent "
-                f"drop): this file moves to AOTInductor's `{_cpp_aoti.LOADER}`{where}",
+                f"{_native.describe_use(use.symbol, use.what)}; the repository drops "
+                f"TorchScript (intent drop): this file moves to AOTInductor's "
+                f"`{_cpp_aoti.LOADER}`{where}",
                 use.symbol,
                 fix=FixKind.AUTO,
                 edits=plan.edits[k],

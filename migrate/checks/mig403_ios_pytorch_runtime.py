@@ -7,7 +7,6 @@ from pathlib import PurePosixPath
 
 from migrate.checks import _native
 from migrate.checks.base import FileContext
-from migrate.checks.mig401_cpp_torchscript_runtime import describe
 
 TARGET = "use ExecuTorch's Apple runtime (`ExecuTorchModule` / Swift `Module`) on a `.pte`"
 
@@ -34,7 +33,7 @@ class IosPytorchRuntime(_native.NativeCheck):
                 ctx,
                 use.start,
                 use.end,
-                f"{describe(use.symbol, use.what)}; {TARGET}",
+                f"{_native.describe_use(use.symbol, use.what)}; {TARGET}",
                 use.symbol,
                 loads=use.symbol.rsplit("::", 1)[-1] in _native.LOADERS,
             )

@@ -164,7 +164,7 @@ IsolatedOpt = Annotated[
     bool, typer.Option("--isolated", help="Ignore pyproject.toml configuration.")
 ]
 DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks.")]
-EvidenceOpt = Annotated[  # issue 28
+EvidenceOpt = Annotated[  # what `migrate record` saw (docs/evidence.md)
     Path | None,
     typer.Option(
         "--evidence",
@@ -383,7 +383,7 @@ def apply(
 def _test_command(given: str | None, from_config: bool, config) -> str | None:
     """The command `apply` tests with. A scanned repository's `[tool.migrate] test` is a shell
     command from whoever wrote the tree: it runs only when asked for by name, on this command
-    line, and is printed first (issue 29)."""
+    line, and is printed first."""
     where = f"{config.path} [tool.migrate] test"
     if given is not None and not given.strip():
         raise ValueError("--test: no command given (--test CMD, or --test-from-config)")
@@ -518,8 +518,8 @@ def report(
     debug: DebugOpt = False,
 ) -> None:
     """A migration plan for a repository: counts, automatic fixes, review items, effort."""
+    from migrate.report.batch_results import load_batch_results
     from migrate.report.plan import RENDERERS, build_plan
-    from migrate.report.registry import load_registry
 
     with _errors(debug):
         if format not in RENDERERS:
@@ -531,7 +531,7 @@ def report(
 
             check_output(output)
         options, _ = build_options([path], **shared_flags(locals()))
-        registry = load_registry(verify_results) if verify_results is not None else None
+        batch_results = load_batch_results(verify_results) if verify_results is not None else None
         with progress_bar(True, "planning") as progress:
             plan = build_plan(path, options, progress)
         if test_report is not None:
@@ -541,7 +541,7 @@ def report(
                 raise ValueError("--test-report is shown by --format html only")
 
             plan.tests = load_report(test_report)
-        plan.registry = registry
+        plan.batch_results = batch_results
         rendered = RENDERERS[format](plan)
         if output:
             write_output(output, rendered)
@@ -636,7 +636,7 @@ def _root(
 
 _register_verify()
 
-# `migrate record -- CMD` (issue 28): its command lives in migrate/record/command.py.
+# `migrate record -- CMD`: its command lives in migrate/record/command.py.
 from migrate.record.command import record as _record  # noqa: E402
 
 app.command("record", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(

@@ -229,7 +229,7 @@ def _batch_usage(
     return is_batch
 
 
-# --- Checks that need no torch: a usage error answers before the heavy imports (issue 30).
+# --- Checks that need no torch: a usage error answers before the heavy imports.
 _FORMS = (
     "a TorchScript archive (.pt), a folder of archives, --manifest FILE or package.module:callable"
 )
@@ -533,8 +533,9 @@ def verify(
     if evidence is not None:
         recorded = _evidence_inputs(evidence, inputs, input_shape, dynamic_dim, dynamic_batch)
         input_shape, dynamic_dim = recorded.shapes, recorded.dynamic
-    from migrate.verify.pipeline import VerifyConfig, run_verify
+    from migrate.verify.options import VerifyConfig
     from migrate.verify.report import render_json, render_text
+    from migrate.verify.verify_flow import run_verify
 
     cfg = VerifyConfig(
         target=target,
@@ -671,7 +672,7 @@ def convert(
         )  # fmt: skip
     assert model is not None
     _check_outputs(out, [f"{Path(model).stem}{s}" for s in (".pt2", ".pte", ".aoti.pt2")])
-    from migrate.verify.pipeline import convert_error_json, run_convert
+    from migrate.verify.convert_flow import convert_error_json, run_convert
 
     _warn_trust(trust_archive, model)
     try:

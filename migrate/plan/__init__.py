@@ -1,7 +1,7 @@
 """Stage 3, plan: decide, for the whole repository at once, which fixes are written together.
 
 In: the scan's findings (each with its fix), the rules selected and the repository facts
-(migrate.facts). Out: a Plan, the findings as the run will treat them: a fix that would leave
+(migrate.facts). Out: a FixPlan, the findings as the run will treat them: a fix that would leave
 the tree inconsistent is held back (demoted to assisted, its message saying why). fixplan.py
 holds the planning rules.
 """

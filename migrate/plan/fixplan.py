@@ -73,7 +73,7 @@ def finding_key(f: Finding) -> FindingKey:
 
 
 @dataclass
-class Plan:
+class FixPlan:
     """The findings as the run will treat them, and why each held one is held."""
 
     findings: list[Finding]
@@ -81,7 +81,7 @@ class Plan:
 
 
 @dataclass
-class Context:
+class PlanningContext:
     """What a planning rule may ask: the current findings, which fixes will be written."""
 
     findings: list[Finding]
@@ -94,7 +94,7 @@ class Context:
         return [f for f in self.findings if f.path == path]
 
 
-PlanningRule = Callable[[Context], dict[FindingKey, str]]
+PlanningRule = Callable[[PlanningContext], dict[FindingKey, str]]
 
 
 def written_keys(findings: Iterable[Finding], allowed: Collection[Applicability]) -> set:
@@ -119,13 +119,13 @@ def plan_fixes(
     rules: Iterable[PlanningRule] | None = None,
     intent: str | None = None,
     held: dict[FindingKey, str] | None = None,
-) -> Plan:
+) -> FixPlan:
     """`held`: fixes held from the start, with their reason (the ones `apply --test` saw
     break the tests: held_with_reverted); what depends on them is held as in any round."""
     rules = list(rules if rules is not None else PLANNING_RULES)
     # A wrapper call joined to its wrapper's fix by an earlier plan (the scan's, for every
     # fix) is judged again for this run's fixes.
-    plan = Plan([_unjoined(f) for f in findings], dict(held or {}))
+    plan = FixPlan([_unjoined(f) for f in findings], dict(held or {}))
     plan.findings = [
         demote(f, plan.held[finding_key(f)])
         if finding_key(f) in plan.held and f.autofix is not None
@@ -136,7 +136,7 @@ def plan_fixes(
         # Wrapper calls joined to what this round writes: a call that moves with its
         # wrapper is a writer or reader that moves (loaders_move_with_their_writers).
         current = join_wrapper_calls(plan.findings, allowed, facts)
-        ctx = Context(
+        ctx = PlanningContext(
             current,
             written_keys(current, allowed),
             frozenset(selected),
@@ -238,7 +238,7 @@ def _auto(findings: list[Finding], key: FindingKey) -> bool:
     return any(finding_key(f) == key and f.autofix is not None for f in findings)
 
 
-def _demote_broken_groups(plan: Plan, allowed: Collection[Applicability]) -> list[Finding]:
+def _demote_broken_groups(plan: FixPlan, allowed: Collection[Applicability]) -> list[Finding]:
     """Members of a group that lost a member are held too, saying which member."""
     _, held = fix_units(plan.findings, allowed)
     group_holds = {
@@ -425,7 +425,7 @@ def _example(facts: object | None, call: Finding):
     return (Edit(offset, offset, text),), (ImportSpec.parse("import torch"),)
 
 
-def wrappers_wait_for_examples(ctx: Context) -> dict[FindingKey, str]:
+def wrappers_wait_for_examples(ctx: PlanningContext) -> dict[FindingKey, str]:
     """A wrapper that moves to torch.export needs example inputs from every call in the
     repository: one that passes none, where the facts cannot tell what the program calls
     the module with, holds the wrapper's group (its calls stay with it)."""
@@ -474,7 +474,7 @@ def _unjoined(f: Finding) -> Finding:
 
 # Checks whose findings differ with the intent (the planner decides the rest); the capture
 # rewrites' (MIG101-MIG103, MIG201-MIG204) with it: under `drop` a capture bound on two paths
-# (`try: trace ... except: script`) is one binding (migrate.checks._alt_captures).
+# (`try: trace ... except: script`) is one binding (migrate.checks.export.alternatives).
 INTENT_CHECKS = intent_sensitive_codes()
 
 
@@ -510,7 +510,7 @@ def attach_unlocks(scanner, result) -> None:
 # --------------------------------------------------------------------------- rules
 
 
-def tracer_filters_stay_while_traces_do(ctx: Context) -> dict[FindingKey, str]:
+def tracer_filters_stay_while_traces_do(ctx: PlanningContext) -> dict[FindingKey, str]:
     """MIG118: a TracerWarning filter is dead only when no trace stays in its file: neither
     a `torch.jit.trace` nor a call of the repository's own wrapper that traces."""
     holds: dict[FindingKey, str] = {}
@@ -538,7 +538,7 @@ def tracer_filters_stay_while_traces_do(ctx: Context) -> dict[FindingKey, str]:
     return holds
 
 
-def _at(ctx: Context, rules: tuple[str, ...], display: str, line: int, column: int):
+def _at(ctx: PlanningContext, rules: tuple[str, ...], display: str, line: int, column: int):
     return [
         f
         for f in ctx.findings
@@ -546,7 +546,7 @@ def _at(ctx: Context, rules: tuple[str, ...], display: str, line: int, column: i
     ]
 
 
-def _with_fix(ctx: Context, rules: tuple[str, ...]) -> list[Finding]:
+def _with_fix(ctx: PlanningContext, rules: tuple[str, ...]) -> list[Finding]:
     """The findings of these rules that still carry a fix."""
     return [f for f in ctx.findings if f.rule in rules and f.autofix is not None]
 
@@ -568,12 +568,12 @@ _WRITERS = (*PRODUCER_RULES, *WRAPPER_CALLS)
 _READERS = (*CONSUMER_RULES, *WRAPPER_CALLS)
 
 
-def _stays(ctx: Context, findings: list[Finding]) -> bool:
+def _stays(ctx: PlanningContext, findings: list[Finding]) -> bool:
     """No finding at a site, or one whose fix this run does not write: it stays TorchScript."""
     return not findings or not any(finding_key(f) in ctx.written for f in findings)
 
 
-def loaders_move_with_their_writers(ctx: Context) -> dict[FindingKey, str]:
+def loaders_move_with_their_writers(ctx: PlanningContext) -> dict[FindingKey, str]:
     """A loader reads the new format only when every writer of its file writes it, in the
     same run; a writer changes format only when every reader of its file follows."""
     facts = ctx.facts
@@ -628,9 +628,9 @@ def loaders_move_with_their_writers(ctx: Context) -> dict[FindingKey, str]:
     return holds
 
 
-def _runtime_path_hold(ctx: Context, load: Finding) -> str | None:
+def _runtime_path_hold(ctx: PlanningContext, load: Finding) -> str | None:
     """A load whose path is chosen at run time: linked, by the files a `migrate record` run
-    saw it read (issue 28), to the saves that wrote them. It moves to `torch.export.load`
+    saw it read, to the saves that wrote them. It moves to `torch.export.load`
     once every one of those saves is migrated in this run; else it is held, naming one."""
     writers = load.get("recorded_writers")
     if writers:
@@ -661,7 +661,7 @@ def _files(loaded, limit: int = 2) -> str:
     return ", ".join(f"`{p}`" for p in loaded[:limit]) + (f" and {more} more" if more > 0 else "")
 
 
-def _at_line(ctx: Context, rules: tuple[str, ...], where: str) -> list[Finding]:
+def _at_line(ctx: PlanningContext, rules: tuple[str, ...], where: str) -> list[Finding]:
     """The findings of these rules at a recorded `path:line` (a recorded path is relative to
     the folder `migrate record` ran in; a finding's, to the scan's)."""
     path, _, line = where.rpartition(":")
@@ -674,8 +674,8 @@ def _at_line(ctx: Context, rules: tuple[str, ...], where: str) -> list[Finding]:
     ]
 
 
-def recorded_readers_follow(ctx: Context) -> dict[FindingKey, str]:
-    """issue 28, the other way: a save that a recorded run-time-path load read from changes
+def recorded_readers_follow(ctx: PlanningContext) -> dict[FindingKey, str]:
+    """The other way: a save that a recorded run-time-path load read from changes
     format only when that load moves too."""
     holds: dict[FindingKey, str] = {}
     for load in ctx.findings:
@@ -691,15 +691,17 @@ def _where_f(f: Finding) -> str:
     return f"{f.path}:{f.line}, which stays TorchScript in this run"
 
 
-def _hold_linked(ctx: Context, holds: dict, rules: tuple[str, ...], linked, why: str) -> None:
+def _hold_linked(
+    ctx: PlanningContext, holds: dict, rules: tuple[str, ...], linked, why: str
+) -> None:
     """Hold the findings of `rules` at each recorded `path:line` in `linked`, saying why."""
     for where in linked:
         for f in _at_line(ctx, rules, where):
             holds.setdefault(finding_key(f), why)
 
 
-def lite_saves_move_with_their_captures(ctx: Context) -> dict[FindingKey, str]:
-    """issue 28: a lite save of a parameter lowers it as a program only when every capture
+def lite_saves_move_with_their_captures(ctx: PlanningContext) -> dict[FindingKey, str]:
+    """A lite save of a parameter lowers it as a program only when every capture
     the recorded run saw it save is exported in this run; a capture passed to such a save
     is exported only when the save moves too."""
     holds: dict[FindingKey, str] = {}
@@ -752,7 +754,7 @@ def _inside(inner, outer) -> bool:
     )
 
 
-def captures_move_with_every_use(ctx: Context) -> dict[FindingKey, str]:
+def captures_move_with_every_use(ctx: PlanningContext) -> dict[FindingKey, str]:
     """A capture whose value is used outside the scope the rewrite edits (imported by another
     module, read in another function) would hand those uses an ExportedProgram."""
     facts = ctx.facts
@@ -788,7 +790,7 @@ def captures_move_with_every_use(ctx: Context) -> dict[FindingKey, str]:
     return holds
 
 
-def captures_wait_for_their_forward(ctx: Context) -> dict[FindingKey, str]:
+def captures_wait_for_their_forward(ctx: PlanningContext) -> dict[FindingKey, str]:
     """export runs forward as Python: a forward that branches on tensor values (a MIG131
     finding that stays) or calls an @torch.jit.ignore/unused method cannot be exported."""
     facts = ctx.facts
@@ -840,7 +842,7 @@ def captures_wait_for_their_forward(ctx: Context) -> dict[FindingKey, str]:
     return holds
 
 
-def _guarded_away(ctx: Context, guard: tuple[str, int, int] | None) -> bool:
+def _guarded_away(ctx: PlanningContext, guard: tuple[str, int, int] | None) -> bool:
     """A read under `if not torch.jit.is_scripting():` stays out of export once that guard's
     MIG110 fix turning it into `torch.compiler.is_compiling()` (under drop) is written in this
     run; folded to False, or left, the guard lets export run it."""
@@ -856,7 +858,7 @@ def _guarded_away(ctx: Context, guard: tuple[str, int, int] | None) -> bool:
     )
 
 
-def _judged_by_running(ctx: Context, f: Finding) -> bool:
+def _judged_by_running(ctx: PlanningContext, f: Finding) -> bool:
     """Under `drop` an unsafe export that reaches an `@torch.jit.ignore/unused` method is
     written, not held: non-strict export runs that method's Python as eager mode did (its
     checks, warnings and raises, at the example's shapes), and whether the exported program
@@ -865,7 +867,7 @@ def _judged_by_running(ctx: Context, f: Finding) -> bool:
     return ctx.intent == "drop" and f.applicability is Applicability.UNSAFE
 
 
-def branches_wait_for_scripts(ctx: Context) -> dict[FindingKey, str]:
+def branches_wait_for_scripts(ctx: PlanningContext) -> dict[FindingKey, str]:
     """A `torch.cond` rewrite (MIG131) of a forward that a staying `torch.jit.script` still
     compiles, or a staying trace still runs, would break it: TorchScript has no nested
     functions, and the tracer cannot trace `torch.cond`."""
@@ -902,7 +904,7 @@ def _covers(span, f: Finding) -> bool:
     return span.display == f.path and span.line <= f.line <= span.end_line
 
 
-def typing_stays_while_scripted(ctx: Context) -> dict[FindingKey, str]:
+def typing_stays_while_scripted(ctx: PlanningContext) -> dict[FindingKey, str]:
     """`@torch.jit.ignore`, `torch.jit.annotate`, `_overload`, `Final`, `Attribute`... tell the
     scripting compiler what to skip or how to type a value: removing them is right only once
     nothing scripts that code. A `torch.jit.script` that stays TorchScript keeps them in the
@@ -917,7 +919,7 @@ def typing_stays_while_scripted(ctx: Context) -> dict[FindingKey, str]:
     return _held_while_captured(ctx, typed, ("torch.jit.script",), SCRIPT_RULES, "scripted")
 
 
-def questions_fold_once_nothing_stays(ctx: Context) -> dict[FindingKey, str]:
+def questions_fold_once_nothing_stays(ctx: PlanningContext) -> dict[FindingKey, str]:
     """Under `drop`, `is_scripting()`/`is_tracing()` become False once nothing that stays
     scripts / traces the code that asks (decided here for the whole tree, not per file):
     captures are followed to what they reach (above and here); a decorator, a
@@ -956,7 +958,7 @@ def questions_fold_once_nothing_stays(ctx: Context) -> dict[FindingKey, str]:
     return holds
 
 
-def executor_switches_go_with_the_last_script(ctx: Context) -> dict[FindingKey, str]:
+def executor_switches_go_with_the_last_script(ctx: PlanningContext) -> dict[FindingKey, str]:
     """Under `drop`, a TorchScript executor switch (MIG119, `torch._C._jit_set_*`) goes only
     when nothing in the repository scripts or traces code any more: it is process-wide."""
     switches = _with_fix(ctx, codes_with("executor-switch"))
@@ -1000,12 +1002,16 @@ def _capture_rules_of(api: str) -> tuple[str, ...]:
     return tuple(code for code in CAPTURE_RULES if rules[code].matches_symbol(api))
 
 
-def _asking(ctx: Context, name: str) -> list[Finding]:
+def _asking(ctx: PlanningContext, name: str) -> list[Finding]:
     return [f for f in _with_fix(ctx, codes_with("guard")) if f.symbol.rsplit(".", 1)[-1] == name]
 
 
 def _held_while_captured(
-    ctx: Context, typed: list[Finding], apis: tuple[str, ...], rules: tuple[str, ...], verb: str
+    ctx: PlanningContext,
+    typed: list[Finding],
+    apis: tuple[str, ...],
+    rules: tuple[str, ...],
+    verb: str,
 ) -> dict[FindingKey, str]:
     """Hold each of `typed` that a capture (of `apis`) staying TorchScript can reach."""
     facts = ctx.facts
@@ -1055,7 +1061,7 @@ def _held_while_captured(
     return holds
 
 
-def interfaces_go_with_every_use(ctx: Context) -> dict[FindingKey, str]:
+def interfaces_go_with_every_use(ctx: PlanningContext) -> dict[FindingKey, str]:
     """Under `drop` an `@torch.jit.interface` class goes with the annotations of its own
     file; a module elsewhere that names it would fail to import: the class stays."""
     holds: dict[FindingKey, str] = {}
@@ -1074,7 +1080,7 @@ def interfaces_go_with_every_use(ctx: Context) -> dict[FindingKey, str]:
     return holds
 
 
-def only_what_warns_changes(ctx: Context) -> dict[FindingKey, str]:
+def only_what_warns_changes(ctx: PlanningContext) -> dict[FindingKey, str]:
     """Under `keep-scriptable` the repository keeps TorchScript working for its users: a fix
     of a construct that does not warn in the pinned torch (`@torch.jit.ignore`,
     `is_scripting()`, `annotate`, `Final`...) stays, whatever else migrates."""
@@ -1090,7 +1096,7 @@ def only_what_warns_changes(ctx: Context) -> dict[FindingKey, str]:
     }
 
 
-def writers_wait_for_native_readers(ctx: Context) -> dict[FindingKey, str]:
+def writers_wait_for_native_readers(ctx: PlanningContext) -> dict[FindingKey, str]:
     """A C++/Android/iOS loader (MIG4xx) of the same archive cannot read what the rewritten
     writer would produce: the writer stays until that serving code moves (by hand)."""
     holds: dict[FindingKey, str] = {}

@@ -19,10 +19,10 @@ from datetime import date
 from migrate.findings import FileError, Finding, FixKind
 from migrate.printable import printable
 from migrate.registry import Rule, all_rules
+from migrate.report.batch_results import BatchResults
+from migrate.report.batch_results import render_html as batch_results_html
+from migrate.report.batch_results import render_markdown as batch_results_markdown
 from migrate.report.intent import intent_line, shown
-from migrate.report.registry import Registry
-from migrate.report.registry import render_html as registry_html
-from migrate.report.registry import render_markdown as registry_markdown
 
 # The effort estimate, in minutes per item (documented in docs/report.md).
 # auto: read the diff and rerun the tests; auto, not applied: apply's edits overlapped
@@ -71,7 +71,7 @@ class EffortLine:
 
 
 @dataclass
-class Plan:
+class PlanReport:
     root: str
     files_scanned: int
     findings: list[Finding]
@@ -87,7 +87,7 @@ class Plan:
     rules: dict[str, Rule] = field(default_factory=dict)
     # `migrate apply --test --test-report FILE`'s JSON, shown by the HTML plan.
     tests: dict | None = None
-    registry: Registry | None = None  # --verify-results: a convert/verify batch's results
+    batch_results: BatchResults | None = None  # --verify-results: what a batch found
     intent: str = ""  # the migration intent line (migrate.report.intent), "" when not shown
 
     @property
@@ -147,7 +147,7 @@ def _is_cuda(code: str) -> bool:
     return code.startswith("MIG3")
 
 
-def serving_groups(plan: Plan) -> tuple[list[tuple[Finding, list]], list[str]]:
+def serving_groups(plan: PlanReport) -> tuple[list[tuple[Finding, list]], list[str]]:
     """Serving code outside Python (MIG4xx): each Python writer with the native files that
     load its archive (`served_by`, migrate.facts.serving), and the native files that no
     Python code of the repository feeds."""
@@ -157,7 +157,7 @@ def serving_groups(plan: Plan) -> tuple[list[tuple[Finding, list]], list[str]]:
     return writers, [p for p in native if p not in linked]
 
 
-def build_plan(root: str, options, progress: Callable[[int], None] | None = None) -> Plan:
+def build_plan(root: str, options, progress: Callable[[int], None] | None = None) -> PlanReport:
     """Scan `root` and dry-run apply on it (nothing is written)."""
     from migrate.pipeline.apply import run_apply
 
@@ -210,7 +210,7 @@ def build_plan(root: str, options, progress: Callable[[int], None] | None = None
                 VERIFY_MINUTES_PER_FILE,
             )
         )
-    return Plan(
+    return PlanReport(
         root=root,
         files_scanned=scan.files_seen,
         findings=findings,
@@ -241,17 +241,17 @@ def hours(minutes: int) -> str:
     return f"{value:g} h"
 
 
-def _rule_name(plan: Plan, code: str) -> str:
+def _rule_name(plan: PlanReport, code: str) -> str:
     rule = plan.rules.get(code)
     return rule.name if rule else ""
 
 
-def _rule_fix(plan: Plan, code: str) -> str:
+def _rule_fix(plan: PlanReport, code: str) -> str:
     rule = plan.rules.get(code)
     return rule.fix.value if rule else "manual"
 
 
-def _found_kinds(plan: Plan, code: str) -> list[str]:
+def _found_kinds(plan: PlanReport, code: str) -> list[str]:
     """The fix kinds a rule's findings actually carry (a rule's `auto` can be `assisted`
     at a call it cannot rewrite), most common first, the less automatic one on a tie."""
     order = [kind.value for kind in FixKind]
@@ -259,7 +259,7 @@ def _found_kinds(plan: Plan, code: str) -> list[str]:
     return sorted(counts, key=lambda k: (-counts[k], -order.index(k))) or [_rule_fix(plan, code)]
 
 
-def plan_title(plan: Plan) -> str:
+def plan_title(plan: PlanReport) -> str:
     """The repository's folder name (`.` says nothing in a browser tab)."""
     return os.path.basename(os.path.abspath(plan.root)) or plan.root
 
@@ -340,7 +340,7 @@ def _where(f: Finding) -> str:
     return f"{f.path}:{f.line}:{f.column}"
 
 
-def render_markdown(plan: Plan) -> str:
+def render_markdown(plan: PlanReport) -> str:
     n = len(plan.findings)
     files = len({f.path for f in plan.findings})
     out = [
@@ -426,8 +426,8 @@ def render_markdown(plan: Plan) -> str:
         + [["**Total**", "", "", f"**{plan.effort_minutes}** (≈ {hours(plan.effort_minutes)})"]],
     )
     out += ["", EFFORT_NOTE]
-    if plan.registry is not None:
-        out += ["", *registry_markdown(plan.registry, _md_table)]
+    if plan.batch_results is not None:
+        out += ["", *batch_results_markdown(plan.batch_results, _md_table)]
 
     if plan.errors:
         out += ["", "## Files not analysed", ""]
@@ -435,7 +435,7 @@ def render_markdown(plan: Plan) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
-def _serving_markdown(plan: Plan) -> list[str]:
+def _serving_markdown(plan: PlanReport) -> list[str]:
     if not any(f.rule.startswith("MIG4") for f in plan.findings):
         return []
     writers, alone = serving_groups(plan)
@@ -621,7 +621,7 @@ def _tests_html(doc: dict) -> str:
     return "".join(parts)
 
 
-def render_html(plan: Plan) -> str:
+def render_html(plan: PlanReport) -> str:
     e = html.escape
     n = len(plan.findings)
     # The three cards after the findings split them: each finding is in exactly one.
@@ -781,8 +781,8 @@ def render_html(plan: Plan) -> str:
         ),
         f'<p class="muted">{_inline(EFFORT_NOTE)}</p>',
     ]
-    if plan.registry is not None:
-        body.append(registry_html(plan.registry, _html_table))
+    if plan.batch_results is not None:
+        body.append(batch_results_html(plan.batch_results, _html_table))
     if plan.errors:
         body.append("<h2>Files not analysed</h2><ul>")
         body += [f"<li><code>{e(x.path)}</code>: {e(x.message)}</li>" for x in plan.errors]

@@ -90,7 +90,7 @@ DENIED_PREFIXES = ("torch.distributed", "torch.multiprocessing", "torch.hub", "t
 
 
 @dataclass(frozen=True)
-class Finding:
+class AuditFinding:
     """One refused call: what, where (method and file:line)."""
 
     op: str
@@ -106,7 +106,7 @@ class Finding:
 class ArchiveRefused(Exception):
     """The audit found code that may touch files, processes or the network."""
 
-    def __init__(self, path: Path, finding: Finding) -> None:
+    def __init__(self, path: Path, finding: AuditFinding) -> None:
         self.path = path
         self.finding = finding
         super().__init__(
@@ -377,9 +377,9 @@ class _Auditor(ast.NodeVisitor):
         self.constants = constants
         self.aliases: dict[str, str] = {}  # those of the scope being visited
         self.scope: list[str] = []
-        self.found: list[Finding] = []
+        self.found: list[AuditFinding] = []
 
-    def audit(self, tree: ast.Module) -> list[Finding]:
+    def audit(self, tree: ast.Module) -> list[AuditFinding]:
         self._in_scope(tree, nested=False, name=None)
         return self.found
 
@@ -401,7 +401,7 @@ class _Auditor(ast.NodeVisitor):
         return ".".join(self.scope) or "<module>"
 
     def _add(self, op: str, line: int, why: str) -> None:
-        self.found.append(Finding(op, self._where(), self.file, line, why))
+        self.found.append(AuditFinding(op, self._where(), self.file, line, why))
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         for part in [*node.bases, *node.keywords, *node.decorator_list]:
@@ -592,11 +592,13 @@ def enum_members(trees: list[tuple[str, ast.Module]]) -> frozenset[str]:
     return frozenset(m for cls, members in out.items() if seen[cls] == 1 for m in members)
 
 
-def _audit_tree(tree: ast.Module, file: str, constants: frozenset[str]) -> list[Finding]:
+def _audit_tree(tree: ast.Module, file: str, constants: frozenset[str]) -> list[AuditFinding]:
     return _Auditor(file, constants).audit(tree)
 
 
-def audit_source(text: str, file: str, constants: frozenset[str] = frozenset()) -> list[Finding]:
+def audit_source(
+    text: str, file: str, constants: frozenset[str] = frozenset()
+) -> list[AuditFinding]:
     """The refused calls of one ``code/`` file, read as TorchScript reads it; ``constants``:
     qualified names that hold values (:func:`enum_members`)."""
     return _audit_tree(_parse(text, file), file, constants)

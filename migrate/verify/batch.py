@@ -1,4 +1,4 @@
-"""Convert or verify a whole registry of TorchScript archives (issue 14).
+"""Convert or verify a whole registry of TorchScript archives.
 
 Every archive runs in a fresh process (``python -m migrate.verify.batch``), so a native
 abort or a hang in one archive costs that archive only: the parent kills it at its
@@ -537,7 +537,7 @@ def _lower_seconds(recovery: list[dict[str, Any]]) -> float | None:
 
 def _convert(job: Job) -> dict[str, Any]:
     from migrate.verify.compare import json_float
-    from migrate.verify.pipeline import run_convert
+    from migrate.verify.convert_flow import run_convert
 
     s = job.settings
     res = run_convert(
@@ -587,7 +587,8 @@ def _convert(job: Job) -> dict[str, Any]:
 
 
 def _verify(job: Job) -> dict[str, Any]:
-    from migrate.verify.pipeline import VerifyConfig, run_verify
+    from migrate.verify.options import VerifyConfig
+    from migrate.verify.verify_flow import run_verify
 
     s = job.settings
     cfg = VerifyConfig(

@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from migrate.safe_write import UnsafeOutput, replacing
+from migrate.safe_write import UnsafeOutput, make_folder, replacing
 from migrate.verify.errors import VerifyError, describe, quiet
 from migrate.verify.options import BACKENDS
 
@@ -331,6 +331,14 @@ def lower(
     if native and native not in msg:
         msg += f" [{native}]"
     raise VerifyError("lower", msg) from (errors[0] if errors else None)
+
+
+def make_output_folder(folder: Path, root: Path) -> None:
+    """The artifacts' folder, created inside the chosen output folder only."""
+    try:
+        make_folder(folder, root)
+    except UnsafeOutput as exc:
+        raise VerifyError("output", str(exc)) from None
 
 
 @contextlib.contextmanager

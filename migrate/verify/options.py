@@ -8,11 +8,13 @@ take the parsed values. Nothing here imports torch.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from migrate.config import VERIFY_DEVICE
 from migrate.verify.errors import VerifyError
@@ -307,3 +309,65 @@ def check_options(
         raise VerifyError("usage", f"--max-input-bytes must be 1 or more, not {max_input_bytes}")
     if out is not None and out.exists() and not out.is_dir():
         raise VerifyError("usage", f"--out {out}: exists and is not a directory")
+
+
+@dataclass
+class VerifyConfig:
+    """`migrate verify`'s settings, as the command line, a manifest row or a benchmark gives
+    them (migrate.verify.verify_flow.run_verify reads them)."""
+
+    target: str
+    inputs: str | None = None
+    input_shapes: list[str] = field(default_factory=list)
+    dynamic_dims: list[str] = field(default_factory=list)
+    # Each recorded call's tensor shapes (`migrate record`): the samples take these sizes
+    # instead of the dynamic dimensions' min, middle and max.
+    recorded_shapes: list[list[list[int]]] | None = None
+    device: str = "auto"
+    samples: int = 3
+    seed: int = 0
+    rtol: float | None = None
+    atol: float | None = None
+    candidates: list[str] = field(default_factory=list)
+    default_candidates: bool | None = None  # None: on unless --candidate is given
+    original: str | None = None
+    backend: str = "xnnpack"
+    out: Path | None = None
+    # The chosen output folder `out` must stay inside (a batch's --out; default: `out`).
+    out_root: Path | None = None
+    bench: bool = False
+    bench_runs: int = 10  # at least this many timed calls per runtime
+    bench_min_time: float = 0.2  # and at least this much measured time
+    threads: int | None = None  # --threads: torch and ExecuTorch threads while timing
+    debug: bool = False
+    branches: bool = False  # --branches: cover both sides of data-dependent conditions
+    config_path: str | None = None  # the pyproject.toml the defaults came from
+    from_config: list[str] = field(default_factory=list)  # settings taken from it
+    trust_archive: bool = False  # --trust-archive: load without the audit
+    max_input_bytes: int | None = None  # None: a quarter of physical memory
+    method: str | None = None  # --method: check this method of the archive only
+    aoti: bool = False  # --aoti: also compile and check an AOTInductor package per device
+    dynamic_batch: int | None = None  # --dynamic-batch MAX: dim 0 of every tensor, 1..MAX
+
+    @property
+    def root(self) -> Path | None:
+        """The folder every artifact stays in (None: a temp folder of its own)."""
+        return self.out_root or self.out
+
+    def settings(self) -> dict[str, Any]:
+        return {
+            "device": self.device,
+            "samples": self.samples,
+            "seed": self.seed,
+            "rtol": self.rtol,
+            "atol": self.atol,
+            "config": self.config_path,
+            "from_config": list(self.from_config),
+        }
+
+
+def check_tolerances(rtol: float | None, atol: float | None) -> None:
+    """--rtol and --atol: finite and not negative."""
+    for name, value in (("--rtol", rtol), ("--atol", atol)):
+        if value is not None and not (value >= 0 and math.isfinite(value)):
+            raise VerifyError("usage", f"{name} must be a finite number >= 0, not {value}")

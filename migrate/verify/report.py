@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from migrate.verify.branch_check import BranchCheck
-from migrate.verify.pipeline import Report
+from migrate.verify.results import Report
 
 
 def _num(x: float) -> str:

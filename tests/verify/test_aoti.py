@@ -248,7 +248,7 @@ def test_convert_and_verify_write_and_check_a_package_per_method(tmp_path):
 @pytest.mark.slow
 def test_a_program_that_does_not_lower_still_gets_its_package(archive, tmp_path, monkeypatch):
     from migrate.verify import convert as conv
-    from migrate.verify.pipeline import run_convert
+    from migrate.verify.convert_flow import run_convert
 
     def refuse(program, backend):
         raise RuntimeError("no kernel for this operator in ExecuTorch")

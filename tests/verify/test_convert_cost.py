@@ -1,4 +1,4 @@
-"""Issue 32 item 2: convert pays for each step once (no second reference run of the
+"""Convert pays for each step once (no second reference run of the
 example, no graph inlining for a flag only a failed conversion reads)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("executorch")
 
 from migrate.verify import convert as conv  # noqa: E402
-from migrate.verify import pipeline  # noqa: E402
+from migrate.verify import convert_flow  # noqa: E402
 from migrate.verify import runners as rn  # noqa: E402
 
 pytestmark = pytest.mark.verify
@@ -41,10 +41,10 @@ def test_the_example_is_run_once_for_its_reference(tmp_path, monkeypatch):
         raise Stop  # the references are all computed before the ladder
 
     monkeypatch.setattr(rn, "script_runner", counting)
-    monkeypatch.setattr(pipeline, "ladder", stop)
+    monkeypatch.setattr(convert_flow, "ladder", stop)
     with pytest.raises(Stop):
-        pipeline.run_convert(str(path), None, ["2x3"], tmp_path / "out", trust=True)
-    assert len(calls) == 1 + pipeline.CONVERT_SAMPLES  # the example, then each sample
+        convert_flow.run_convert(str(path), None, ["2x3"], tmp_path / "out", trust=True)
+    assert len(calls) == 1 + convert_flow.CONVERT_SAMPLES  # the example, then each sample
     assert len({id(a) for a in calls}) == len(calls)
 
 

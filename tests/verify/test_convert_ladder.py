@@ -1,4 +1,4 @@
-"""Issue 32: every rung of the recovery ladder starts from a fresh load of the archive, its
+"""Every rung of the recovery ladder starts from a fresh load of the archive, its
 full reason is kept (JSON, ``--verbose``), non-core ops are rewritten before lowering, and
 ``--timings`` names the seconds per stage."""
 
@@ -19,7 +19,7 @@ pytest.importorskip("executorch")
 from torch import nn  # noqa: E402
 
 from migrate.verify import VerifyError, recover  # noqa: E402
-from migrate.verify.pipeline import run_convert  # noqa: E402
+from migrate.verify.convert_flow import run_convert  # noqa: E402
 from tests.verify import recovery_models as rm  # noqa: E402
 
 pytestmark = pytest.mark.verify

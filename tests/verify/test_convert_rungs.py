@@ -1,4 +1,4 @@
-"""Issue 32 item 1: rungs chosen by the error class, each saying why it was chosen.
+"""Rungs chosen by the error class, each saying why it was chosen.
 
 - traced archives whose sizes become unbacked symbols (traced Swin, MobileViT): the sizes
   the trace read are fixed to the example's in the TorchScript graph before conversion;
@@ -27,8 +27,8 @@ from torch import nn  # noqa: E402
 
 from migrate.verify import VerifyError, recover  # noqa: E402
 from migrate.verify.convert import Archive  # noqa: E402
+from migrate.verify.convert_flow import convert_error_json  # noqa: E402
 from migrate.verify.errors import one_line  # noqa: E402
-from migrate.verify.pipeline import convert_error_json  # noqa: E402
 
 pytestmark = pytest.mark.verify
 

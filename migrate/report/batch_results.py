@@ -1,4 +1,4 @@
-"""The registry section of `migrate report --verify-results FILE`: what a batch of
+"""The model-registry section of `migrate report --verify-results FILE`: what a batch of
 `migrate convert`/`verify` found (pass rate, recovery paths used, failure reasons grouped).
 
 Reads the batch's JSON-lines results file only; no torch import.
@@ -17,7 +17,9 @@ VERDICT_ORDER = ("pass", "mismatch", "error", "timeout", "refused")
 
 
 @dataclass
-class Registry:
+class BatchResults:
+    """What one `migrate convert`/`verify` batch over a registry of archives found."""
+
     path: str
     records: list[dict]
     counts: dict[str, int] = field(default_factory=dict)
@@ -46,7 +48,7 @@ def _reason(record: dict) -> str:
     )
 
 
-def load_registry(path: Path) -> Registry:
+def load_batch_results(path: Path) -> BatchResults:
     """The latest result per archive (and device) of a results file; ValueError when it
     cannot be read or holds no result."""
     latest: dict[tuple, dict] = {}
@@ -77,7 +79,7 @@ def load_registry(path: Path) -> Registry:
         if r["verdict"] != "pass":
             groups.setdefault(_reason(r), []).append(r["path"])
     reasons = sorted(((k, len(v), v) for k, v in groups.items()), key=lambda t: (-t[1], t[0]))
-    return Registry(
+    return BatchResults(
         str(path),
         records,
         {v: counts[v] for v in VERDICT_ORDER if counts[v]},
@@ -86,7 +88,7 @@ def load_registry(path: Path) -> Registry:
     )
 
 
-def render_html(reg: Registry, table) -> str:
+def render_html(reg: BatchResults, table) -> str:
     """The section's HTML; ``table(headers, rows, numeric)`` renders like the plan's tables."""
     e = html.escape
     n = len(reg.records)
@@ -118,7 +120,7 @@ def render_html(reg: Registry, table) -> str:
     return "".join(parts)
 
 
-def render_markdown(reg: Registry, table) -> list[str]:
+def render_markdown(reg: BatchResults, table) -> list[str]:
     """The section's Markdown lines; ``table(headers, rows)`` renders like the plan's tables."""
     out = [
         "## Model registry",

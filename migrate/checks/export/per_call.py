@@ -1,16 +1,21 @@
-"""A test comparing a scripted module with the module itself becomes export checks (issue 27).
+"""A scripted module called with several call structures, exported once per call.
 
-`jit = torch.jit.script(conv)` then `assert_close(jit(x, ei), conv(x, ei))` and
-`assert_close(jit(x, ei, w), conv(x, ei, w))`: one exported program cannot take both call
-structures, and the eager module in its place would compare `conv` with itself. Each call
-is exported where its inputs exist instead: `torch.export.export(conv, (x, ei)).module()(x,
-ei)`, so every signature the test checked is checked again, the exported program against
-the eager module. The capture statement goes.
+A test comparing a scripted module with the module itself: `jit = torch.jit.script(conv)`
+then `assert_close(jit(x, ei), conv(x, ei))` and `assert_close(jit(x, ei, w), conv(x, ei,
+w))`. One exported program cannot take both call structures, and the eager module in its
+place would compare `conv` with itself. Each call is exported where its inputs exist
+instead: `torch.export.export(conv, (x, ei)).module()(x, ei)`, so every signature the test
+checked is checked again, the exported program against the eager module. The capture
+statement goes.
 
 An argument that export cannot take as input (an object of a class of the repository, not a
 tensor, number or container of them) has no export counterpart: the comparison holding that
 call checked TorchScript alone and is retired with it (the finding says so), never kept as
 a comparison of the module with itself.
+
+A scripted module saved in place and loaded back in the same scope (`torch.jit.save(
+torch.jit.script(m), p)`, then `loaded = torch.jit.load(p)` called): the loaded program's
+calls give the example, one export, save and load per call structure.
 """
 
 from __future__ import annotations
@@ -20,13 +25,19 @@ import ast
 from migrate.checks._edits import delete_lines, drop_statement
 from migrate.checks._flow import (
     assignments,
+    available_at,
+    block_of,
     bound_name,
+    is_free,
+    name_uses,
     parent,
     pos,
     statement_of,
     value_origin,
 )
+from migrate.checks._selfcompare import is_comparator
 from migrate.checks.base import Edit, PythonContext
+from migrate.checks.export.spelling import renamed_path
 from migrate.scan.pyscope import Scope
 
 # Calls whose result export takes as an input (tensors, and what builds them).
@@ -124,18 +135,13 @@ def _foreign_argument(ctx: PythonContext, call: ast.Call, scope: Scope) -> str |
 
 def _comparison_statement(ctx: PythonContext, call: ast.Call) -> ast.stmt | None:
     """The statement holding `call` when it is a comparison and nothing else."""
-    from migrate.checks._selfcompare import _is_comparator
-
     stmt = statement_of(ctx, call)
     if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
-        if _is_comparator(ctx, stmt.value.func):
+        if is_comparator(ctx, stmt.value.func):
             return stmt
     if isinstance(stmt, ast.Assert) and isinstance(stmt.test, (ast.Compare, ast.Call)):
         return stmt
     return None
-
-
-# --------------------------------------------------------------------------- save / load
 
 
 def round_trip(ctx: PythonContext, capture: ast.Call):
@@ -163,8 +169,6 @@ def round_trip(ctx: PythonContext, capture: ast.Call):
             bound = bound_name(ctx, value)
             if bound is None:
                 return None
-            from migrate.checks._flow import name_uses
-
             uses, problem = name_uses(ctx, stmt, bound[1], scope)
             calls = [parent(ctx, u) for u in uses]
             if problem is not None or not uses:
@@ -187,8 +191,6 @@ def _save_of(ctx: PythonContext, capture: ast.Call) -> ast.Call | None:
     bound = bound_name(ctx, capture)
     if bound is None:
         return None
-    from migrate.checks._flow import name_uses
-
     stmt, name = bound
     uses, problem = name_uses(ctx, stmt, name, ctx.table.scope_for(capture))
     if problem is not None or len(uses) != 1:
@@ -210,8 +212,6 @@ def _saves(ctx: PythonContext, save: ast.AST | None, value: ast.expr) -> bool:
 
 
 def _statements_after(ctx: PythonContext, stmt: ast.stmt) -> list[ast.stmt]:
-    from migrate.checks._flow import block_of
-
     block = block_of(ctx, stmt)
     if block is None:
         return []
@@ -219,12 +219,10 @@ def _statements_after(ctx: PythonContext, stmt: ast.stmt) -> list[ast.stmt]:
     return body[body.index(stmt) + 1 :] if stmt in body else []
 
 
-def round_trip_fix(ctx: PythonContext, capture: ast.Call, module: ast.expr, found, fix, renamed):
+def round_trip_fix(ctx: PythonContext, capture: ast.Call, module: ast.expr, found, fix):
     """One export, save and load per call structure of the loaded program: an exported
     program takes the one structure it was exported with, so a test calling the loaded
     module two ways saves and loads two programs (`conv.pt2`, `conv_1.pt2`)."""
-    from migrate.checks._flow import available_at, is_free
-
     save_stmt, path, load_stmt, name, calls = found
     scope = ctx.table.scope_for(capture)
     structures: list[tuple[int, tuple[str | None, ...]]] = []
@@ -258,7 +256,7 @@ def round_trip_fix(ctx: PythonContext, capture: ast.Call, module: ast.expr, foun
     indent = "\n" + ctx.index.line_text(save_stmt.lineno)[: save_stmt.col_offset]
     saves, loads = [], []
     for index, call in enumerate(chosen):
-        target = renamed(ctx, path, ".pt2" if index == 0 else f"_{index}.pt2", fix)
+        target = renamed_path(ctx, path, ".pt2" if index == 0 else f"_{index}.pt2", fix)
         program = _export_of_call(ctx, export, module, call)
         saves.append(f"{save}({program}, {target})")
         loads.append(f"{names[index]} = {load}({target}).module()")
@@ -291,8 +289,6 @@ def round_trip_fix(ctx: PythonContext, capture: ast.Call, module: ast.expr, foun
 def capture_of_load(ctx: PythonContext, load: ast.Call) -> ast.Call | None:
     """The `torch.jit.script` call whose in-place save this load reads back (round_trip)."""
     stmt = statement_of(ctx, load)
-    from migrate.checks._flow import block_of
-
     block = block_of(ctx, stmt) if stmt is not None else None
     if block is None or not load.args:
         return None
