@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from tests.scan_support import invoke, run_cli, write_tree
@@ -228,3 +230,13 @@ def test_python_dash_m_and_console_script_agree(tree):
     )
     assert proc.returncode == 1
     assert proc.stdout == run_cli(["scan", "src", "-f", "json", "--no-cache"], tree).stdout
+
+
+def test_a_symlink_to_a_missing_file_is_skipped_with_a_note(tmp_path):
+    (tmp_path / "m.py").write_text("import torch\n\nm = torch.jit.script(f)\n")
+    (tmp_path / "docs").mkdir()
+    os.symlink("../absent/README.md", tmp_path / "docs" / "README.md")
+    run = run_cli(["scan", ".", "--no-cache"], cwd=tmp_path)
+    assert run.code == 1, run.stdout + run.stderr  # findings, not an error
+    assert "docs/README.md: a symlink to a missing file; skipped" in run.stdout + run.stderr
+    assert "error:" not in run.stdout + run.stderr

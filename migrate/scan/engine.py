@@ -381,6 +381,10 @@ def _run_job(
         return FileResult(job.display, error=f"cannot decode: {reason}")
     except Skipped as exc:
         return FileResult(job.display, skipped=str(exc))
+    except FileNotFoundError as exc:
+        if os.path.islink(job.path):  # a link to a file the checkout lacks: nothing to scan
+            return FileResult(job.display, skipped="a symlink to a missing file")
+        return FileResult(job.display, error=f"cannot read: {_os_reason(exc)}")
     except (OSError, SyntaxError, LookupError) as exc:
         return FileResult(job.display, error=f"cannot read: {_os_reason(exc)}")
     try:
