@@ -7,6 +7,9 @@ one. The order:
 
 - shared vocabulary: findings, config, registry, gitsafe, safe_read (and the package's
   __init__);
+- analysis: migrate/analysis/, what every later stage asks of a file or of the repository
+  (each file parsed once per scan, the repository's import index), below the checks and the
+  facts that share it;
 - scan: migrate/scan/ and migrate/checks/ (the checks are what the scanner runs: a check sees
   one file, and the facts and the fixer reuse their helpers, as later stages may) and
   migrate/record/ (what `migrate record` saw is an input the checks read, like the source);
@@ -15,9 +18,9 @@ one. The order:
 - report (the migration plan's report runs the apply pipeline as a dry run);
 - migrate/cli/ (the command line) may import everything.
 
-migrate/verify/ stands apart: it imports only the shared vocabulary, the scan stage (it reads
-a model's source as the checks do: MIG131's branch analysis) and itself, and only the command
-line imports it.
+migrate/verify/ stands apart: it imports only the shared vocabulary, the analysis and scan
+stages (it reads a model's source as the checks do: MIG131's branch analysis) and itself, and
+only the command line imports it.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "migrate"
 
-SHARED, SCAN, FACTS, PLAN, FIX, PIPELINE, REPORT, CLI = range(8)
+SHARED, ANALYSIS, SCAN, FACTS, PLAN, FIX, PIPELINE, REPORT, CLI = range(9)
 VERIFY = -1  # apart from the pipeline
 LAYERS = {
     "": SHARED,  # the package's __init__ (its version)
@@ -36,6 +39,7 @@ LAYERS = {
     "registry": SHARED,
     "gitsafe": SHARED,
     "safe_read": SHARED,
+    "analysis": ANALYSIS,
     "scan": SCAN,
     "checks": SCAN,
     "record": SCAN,
@@ -48,7 +52,8 @@ LAYERS = {
     "__main__": CLI,
     "verify": VERIFY,
 }
-NAMES = {SHARED: "shared", SCAN: "scan", FACTS: "facts", PLAN: "plan", FIX: "fix"}
+NAMES = {SHARED: "shared", ANALYSIS: "analysis", SCAN: "scan", FACTS: "facts", PLAN: "plan"}
+NAMES[FIX] = "fix"
 NAMES.update({PIPELINE: "pipeline", REPORT: "report", CLI: "cli", VERIFY: "verify"})
 
 
@@ -140,7 +145,7 @@ def problems(root: Path) -> list[str]:
             if there is None:
                 continue  # reported as the module it is
             if here == VERIFY:
-                if there not in (SHARED, SCAN, VERIFY):
+                if there not in (SHARED, ANALYSIS, SCAN, VERIFY):
                     found.append(f"{module} (verify) imports {target} ({NAMES[there]})")
             elif there == VERIFY:
                 if here != CLI:

@@ -14,9 +14,17 @@ from __future__ import annotations
 
 import ast
 import json
+import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from migrate.analysis.names import ImportIndex, per_repository
 from migrate.checks.base import PythonContext
+
+# What a parsed file tells the repository pass (`ctx.facts`, merged over the repository).
+WRAPPERS = "MIG121.wrappers"  # encoded Wrapper of every wrapper a parsed file defines
+REEXPORTS = "MIG121.reexports"  # module.name=qualname of the module-level imports
+CALLS = "MIG121.calls"  # qualnames of the repository functions a parsed file calls
 
 CAPTURES = frozenset({"torch.jit.script", "torch.jit.trace", "torch.jit.trace_module"})
 SAVE = "torch.jit.save"
@@ -555,3 +563,72 @@ def _memory_buffer(ctx: PythonContext, parents: dict, name: str, stmts: list[ast
             if isinstance(target, ast.Name) and target.id == name:
                 return _bound(parents, stmt.value, stmts) == name
     return False
+
+
+# ---- the repository's wrappers, built once per repository pass ----------------------------
+
+
+def repository_index(repo: Mapping[str, frozenset[str]]) -> ImportIndex:
+    """The repository's import index (module.name -> what it stands for), from the parsed
+    files' re-exports and the skipped files' remembered `from` lines: one per repository."""
+    if not repo:
+        return _NO_INDEX
+    return per_repository(repo, "import index", lambda: _index_of(repo))
+
+
+def _index_of(repo: Mapping[str, frozenset[str]]) -> ImportIndex:
+    remembered = (
+        (key.split(":", 1)[1], lines)
+        for key, lines in repo.items()
+        if key.startswith("remembered:")
+    )
+    return ImportIndex(repo.get(REEXPORTS, ()), remembered)
+
+
+@dataclass
+class RepositoryWrappers:
+    """Every wrapper of the repository, decoded once, with what the files call."""
+
+    wrappers: dict[str, Wrapper]  # by qualname
+    qual_of: dict[str, str]  # a wrapper's encoding (as a file's facts hold it) -> qualname
+    index: ImportIndex
+    used: frozenset[str]  # what the files call or import, resolved through the re-exports
+    words: re.Pattern[str] | None  # a `from` line naming a wrapper, or a module holding one
+
+    def mine(self, encoded: Iterable[str]) -> set[str]:
+        """The qualnames of the wrappers a file defines (its WRAPPERS facts) as the
+        repository knows them (the kept definition of each name)."""
+        return {q for text in encoded if (q := self.qual_of.get(text)) is not None}
+
+
+def repository_wrappers(repo: Mapping[str, frozenset[str]]) -> RepositoryWrappers:
+    """The repository's wrappers, its import index and what its files call: built on the
+    first ask for these repository facts, the same for every file after (a file asking used
+    to decode every wrapper again)."""
+    if not repo:
+        return _NO_WRAPPERS
+    return per_repository(repo, "wrappers", lambda: _wrappers_of(repo))
+
+
+def _wrappers_of(repo: Mapping[str, frozenset[str]]) -> RepositoryWrappers:
+    wrappers: dict[str, Wrapper] = {}
+    for text in repo.get(WRAPPERS, ()):
+        w = Wrapper.decode(text)
+        if w is not None:
+            wrappers[w.qual] = w
+    index = repository_index(repo)
+    used = {index.resolve(q) for q in repo.get(CALLS, ())}
+    used |= {index.resolve(q) for q in index.table.values()}
+    words = {w.name for w in wrappers.values()}
+    words |= {q.rsplit(".", 2)[-2] for q in wrappers if q.count(".") >= 1}
+    # The names a wrapper is re-exported as (`from .io import f as g`).
+    words |= {k.rpartition(".")[2] for k in index.table if index.resolve(k) in wrappers}
+    pattern = (
+        re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(words))) + r")\b") if words else None
+    )
+    qual_of = {w.encode(): q for q, w in wrappers.items()}
+    return RepositoryWrappers(wrappers, qual_of, index, frozenset(used), pattern)
+
+
+_NO_INDEX = ImportIndex((), ())
+_NO_WRAPPERS = RepositoryWrappers({}, {}, _NO_INDEX, frozenset(), None)

@@ -11,10 +11,11 @@ import functools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from migrate.analysis.parsed import ParsedFile, parsed_file
 from migrate.checks._flow import reaching_value
 from migrate.checks.base import LineIndex, PythonContext
 from migrate.scan.astwalk import children, walk_lines
-from migrate.scan.pyscope import Scope, ScopeTable
+from migrate.scan.pyscope import Scope, ScopeTable, shared_table
 from migrate.scan.textsearch import WholeWords
 
 
@@ -32,13 +33,20 @@ class SourceFile:
     # the capture search skips the file without parsing it.
     no_makers: bool = False
     no_sites: bool = False  # nor a call that can write or read an archive (may_hold_site)
+    # Dotted folder of a module outside any package (the scan's; its scope table is shared).
+    script_dir: str = ""
+
+    @functools.cached_property
+    def parsed_file(self) -> ParsedFile | None:
+        """The scan's parse of this text (migrate.analysis.parsed); None when given a tree."""
+        return parsed_file(self.display, self.text) if self.parsed is None else None
 
     @functools.cached_property
     def tree(self) -> ast.Module:
-        if self.parsed is not None:
-            return self.parsed
+        if self.parsed_file is None:
+            return self.parsed  # type: ignore[return-value]
         try:
-            return ast.parse(self.text)
+            return self.parsed_file.tree
         except (SyntaxError, ValueError):  # the scan reports it; here it just has no facts
             return ast.Module(body=[], type_ignores=[])
 
@@ -144,7 +152,14 @@ class FileIndex:
     @property
     def table(self) -> ScopeTable:
         if self._table is None:
-            self._table = ScopeTable(self.tree, self.module, self.is_package)
+            parsed = self.src.parsed_file
+            if parsed is not None and parsed.error is None:  # the table the scan built
+                table = shared_table(
+                    parsed, self.module, self.is_package, None, self.src.script_dir
+                )
+            else:
+                table = ScopeTable(self.tree, self.module, self.is_package)
+            self._table = table
         return self._table
 
     @property

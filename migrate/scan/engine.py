@@ -16,12 +16,13 @@ import os
 import re
 import sys
 import tokenize
-import warnings
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
+from migrate.analysis import parsed as parse_once
+from migrate.analysis.parsed import parsed_file
 from migrate.checks.base import (
     FileContext,
     PythonContext,
@@ -46,7 +47,7 @@ from migrate.scan.discover import (
     read_checked,
     read_source,
 )
-from migrate.scan.pyscope import ScopeTable
+from migrate.scan.pyscope import ScopeTable, shared_table
 from migrate.scan.walker import Walker
 
 # Searched in "\n" + text: a literal first character lets the regex engine skip ahead.
@@ -134,9 +135,9 @@ def analyze_python(
     result = FileResult(display)
     with _recursion_limit(DEEP_RECURSION):
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # invalid escape sequences in user code
-                tree = ast.parse(text, filename=display)
+            # Parsed once per scan: a later stage asking for this text gets this tree.
+            parsed = parsed_file(display, text)
+            tree = parsed.tree
         except SyntaxError as exc:
             result.error = _syntax_error(exc)
             return result
@@ -147,7 +148,7 @@ def analyze_python(
             result.error = f"cannot parse: {exc}"
             return result
         try:
-            table = ScopeTable(tree, module, is_package, exports, script_dir, text=text)
+            table = shared_table(parsed, module, is_package, exports, script_dir)
             exported = table.module_exports()
             ctx = PythonContext(display, text, tree, table)
             ctx.repo_facts = repo_facts or {}
@@ -189,15 +190,14 @@ class _ExportTable:
 
 
 def _export_table(
-    text: str, checks: CheckSet, module: str, is_package: bool
+    path: str, text: str, checks: CheckSet, module: str, is_package: bool
 ) -> _ExportTable | None:
     """Only what a module re-exports (no checks run): for modules read but not reported."""
     try:
-        with warnings.catch_warnings(), _recursion_limit(DEEP_RECURSION):
-            warnings.simplefilter("ignore")
+        with _recursion_limit(DEEP_RECURSION):
             # Only module-level names can be re-exported, and only through module-level
             # imports: function bodies are neither walked nor followed.
-            table = ScopeTable(ast.parse(text), module, is_package, module_only=True)
+            table = shared_table(parsed_file(path, text), module, is_package, module_only=True)
     except (SyntaxError, ValueError, RecursionError):
         return None
     return _ExportTable(_reexportable(table.module_exports(), checks), table.repo_imports)
@@ -339,6 +339,7 @@ def _pool_worker_init(
     hints: Callable | None = None,
 ) -> None:
     gc.set_threshold(*_SCAN_GC_THRESHOLDS)  # a worker process only ever scans
+    parse_once.keep_trees(False)  # each file of its batches is analysed here once
     _worker_init(codes, options, per_file_ignores, hints)
     _WORKER_STATE["repo_facts"] = repo_facts
 
@@ -580,6 +581,7 @@ class Scanner:
             return self._scan(list(paths))
 
     def _scan(self, paths: list[str | Path]) -> ScanResult:
+        parse_once.new_scan()
         # A missing path is an error record (exit 2); the other paths are still scanned.
         missing = [FileError(str(p), _unusable(p)) for p in paths if _unusable(p)]
         paths = [p for p in paths if not _unusable(p)]
@@ -797,7 +799,7 @@ class Scanner:
                     text = read_source(path, self.options.max_file_size, os.path.realpath(root))
                 except (OSError, Skipped, UnicodeDecodeError, SyntaxError, LookupError):
                     continue
-                table = _export_table(text, self.checks, module, package)
+                table = _export_table(path, text, self.checks, module, package)
                 if table is not None:
                     tables.append(table.exports)
                     here = import_root(path, module, package)
@@ -884,8 +886,8 @@ def _close_exports(
 def _repo_imports_of(job: _Job) -> set[str]:
     """Modules of the repository a file imports (for a named file the pre-filter skipped)."""
     try:
-        tree = ast.parse(decode_source(job.read()))
-        return ScopeTable(tree, job.module, job.is_package, None, job.script_dir).repo_imports
+        parsed = parsed_file(job.display, decode_source(job.read()))
+        return shared_table(parsed, job.module, job.is_package, None, job.script_dir).repo_imports
     except (OSError, Skipped, UnicodeDecodeError, SyntaxError, LookupError, ValueError):
         return set()
     except RecursionError:  # too deep to parse or to walk: the scan reported it

@@ -13,6 +13,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
+from migrate.analysis.parsed import ParsedFile
 from migrate.scan.astwalk import children, lines_matching
 
 # A binding is the qualified name an identifier stands for, or None for "a local value".
@@ -399,6 +400,32 @@ class ScopeTable:
             if qual and (qual.startswith("torch") or qual.split(".")[0] in _repo_roots(self)):
                 out[f"{self.module}.{name}" if self.module else name] = qual
         return out
+
+
+def shared_table(
+    file: ParsedFile,
+    module: str = "",
+    is_package: bool = False,
+    exports: Mapping[str, str] | None = None,
+    script_dir: str = "",
+    module_only: bool = False,
+) -> ScopeTable:
+    """The file's scope table for these arguments, built once per scan: the checks' walk,
+    the repository pass and the planner's facts read the same table of the same tree
+    (migrate.analysis.parsed). Raises what parsing the file raised."""
+    key = (
+        "scopes",
+        module,
+        is_package,
+        frozenset(exports.items()) if exports else None,
+        script_dir,
+        module_only,
+    )
+    text = None if module_only else file.text
+    return file.derived(
+        key,
+        lambda tree: ScopeTable(tree, module, is_package, exports, script_dir, module_only, text),
+    )
 
 
 _SPECIAL = {
