@@ -15,11 +15,13 @@ from __future__ import annotations
 import ast
 import json
 import re
+from bisect import bisect_left
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from migrate.analysis.names import ImportIndex, per_repository
 from migrate.checks.base import PythonContext
+from migrate.scan.textsearch import WholeWords
 
 # What a parsed file tells the repository pass (`ctx.facts`, merged over the repository).
 WRAPPERS = "MIG121.wrappers"  # encoded Wrapper of every wrapper a parsed file defines
@@ -235,24 +237,72 @@ def is_public(module: str, display: str, name: str) -> bool:
 def find_wrappers(ctx: PythonContext) -> dict[str, Wrapper]:
     """The wrappers a file defines at module level, by name: those whose body scripts,
     saves or loads a parameter, then those that hand a parameter to one of them (a wrapper
-    calling a wrapper of the same file; repeated until nothing more is found)."""
+    calling a wrapper of the same file; repeated until nothing more is found). Found once
+    per file and scope table (MIG121's analyses and the facts share them): read only."""
+    return ctx.shared("MIG121.wrappers", lambda: _find_wrappers(ctx))
+
+
+def _find_wrappers(ctx: PythonContext) -> dict[str, Wrapper]:
     module = ctx.table.module
     found: dict[str, Wrapper] = {}
     others = []
+    # Only a function whose lines spell a TorchScript API (as the file can name it) can
+    # script, save or load; the others are not walked.
+    api_lines = spelled_lines(ctx, _API)
     for stmt in ctx.tree.body:
         if isinstance(stmt, _FUNCS):
-            wrapper = _analyse(ctx, stmt, module)
+            wrapper = _analyse(ctx, stmt, module) if _touches(stmt, api_lines) else None
             if wrapper is not None:
                 found[stmt.name] = wrapper
             else:
                 others.append(stmt)
     for _ in range(4):
-        more = {s.name: w for s in others if (w := _derived(ctx, s, module, found)) is not None}
+        if not found:
+            break
+        # Only a function naming a wrapper found so far can hand it a parameter.
+        named = spelled_lines(ctx, frozenset(w.qual for w in found.values()))
+        more = {
+            s.name: w
+            for s in others
+            if _touches(s, named) and (w := _derived(ctx, s, module, found)) is not None
+        }
         if not more:
             break
         found.update(more)
         others = [s for s in others if s.name not in more]
     return found
+
+
+_API = frozenset({*CAPTURES, SAVE, *LOADS})
+
+
+def spelled_lines(ctx: PythonContext, quals: frozenset[str]) -> list[int] | None:
+    """The lines of the file that spell a name a call of one of `quals` can be written with:
+    its last part (`script`, also a `.save` method), a name an import or a module-level
+    alias binds to one of them, a re-exported name that resolves to one. Sorted; None when
+    lines cannot be told apart as the parser counts them (a carriage return)."""
+    table = ctx.table
+    words = {q.rpartition(".")[2] for q in quals}
+    for scope in table.import_scopes():
+        words.update(local for local, q in scope.imports.items() if table.canonical(q) in quals)
+    module_scope = table.module_scope
+    words.update(
+        name
+        for name, value in module_scope.aliases.items()
+        if table.qualname(value, module_scope) in quals
+    )
+    words.update(key.rpartition(".")[2] for key in table.exports if table.canonical(key) in quals)
+    return WholeWords(words).lines(ctx.text)
+
+
+def _touches(func: ast.AST, lines: list[int] | None) -> bool:
+    """Whether the definition (from its first decorator to its end) holds one of `lines`
+    (all of them, when None)."""
+    if lines is None:
+        return True
+    start = min([func.lineno, *(d.lineno for d in func.decorator_list)])  # type: ignore[attr-defined]
+    at = bisect_left(lines, start)
+    return at < len(lines) and lines[at] <= (func.end_lineno or start)  # type: ignore[attr-defined]
 
 
 def _derived(ctx: PythonContext, func, module: str, known: dict[str, Wrapper]) -> Wrapper | None:

@@ -30,6 +30,7 @@ from migrate.checks._repo_wrappers import (
 from migrate.checks._wrapper_export import export_rewrites, result_saves
 from migrate.checks.base import Edit, GroupFix, PythonCheck, PythonContext
 from migrate.findings import Applicability, Fix, FixKind
+from migrate.scan.astwalk import walk_lines
 
 __all__ = ["CALLS", "REEXPORTS", "WRAPPERS", "RepositoryWrapperCall", "hold_reason"]
 
@@ -83,16 +84,7 @@ class RepositoryWrapperCall(PythonCheck):
         index = known.index
         calls: set[str] = set()
         sites: list[tuple[ast.Call, Wrapper]] = []
-        for node in ast.walk(ctx.tree):
-            if not isinstance(node, ast.Call):
-                continue
-            func = node.func
-            qual = ctx.qualname(func)
-            if qual is None and isinstance(func, ast.Name) and func.id in local:
-                if ctx.table.binding(func.id, ctx.table.scope_for(func)) is None:
-                    qual = local[func.id].qual
-            if qual is None or qual.startswith("torch"):
-                continue
+        for node, qual in ctx.shared("MIG121.calls", lambda: _repository_calls(ctx, local)):
             calls.add(qual)
             target = index.resolve(qual)
             found = mine.get(target) or known.wrappers.get(target)
@@ -303,6 +295,41 @@ class RepositoryWrapperCall(PythonCheck):
             body=f"{w.line}-{w.end or w.line}",
             **extra,
         )
+
+
+def _repository_calls(ctx: PythonContext, local: dict[str, Wrapper]) -> list[tuple[ast.Call, str]]:
+    """Each call whose function may be one of the repository's, with its qualname (not a
+    torch one), in `ast.walk` order. A call is resolved only when its first name can
+    stand for something not torch's: a name some scope imports from elsewhere, a module-level
+    alias, a wrapper of this file; any other name is a local value, a builtin or a torch API
+    (resolving it would collect every function body's scope)."""
+    table = ctx.table
+    names: set[str] | None = None  # None: every name may (a star import hands on any)
+    if not table.module_scope.star_modules:
+        names = set(table.module_scope.aliases) | set(local)
+        for scope in table.import_scopes():
+            names.update(
+                local_name
+                for local_name, qual in scope.imports.items()
+                if qual != "torch" and not qual.startswith("torch.")
+            )
+    out = []
+    for node in walk_lines(ctx.tree, None):
+        if type(node) is not ast.Call:
+            continue
+        func = node.func
+        base = func
+        while isinstance(base, ast.Attribute):
+            base = base.value
+        if not isinstance(base, ast.Name) or (names is not None and base.id not in names):
+            continue
+        qual = ctx.qualname(func)
+        if qual is None and isinstance(func, ast.Name) and func.id in local:
+            if table.binding(func.id, table.scope_for(func)) is None:
+                qual = local[func.id].qual
+        if qual is not None and not qual.startswith("torch"):
+            out.append((node, qual))
+    return out
 
 
 def hold_reason(w: Wrapper, intent: str | None, rewritable: bool, why: str) -> str:

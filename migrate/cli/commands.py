@@ -144,6 +144,14 @@ EvidenceOpt = Annotated[  # issue 28
         help="What `migrate record` saw (default: .migrate/evidence.json in the scanned root).",
     ),
 ]
+CompareIntentsOpt = Annotated[
+    bool,
+    typer.Option(
+        "--compare-intents",
+        help="Without --intent: also count the fixes each intent would write (analyses the "
+        "TorchScript files again per intent).",
+    ),
+]
 NoCacheOpt = Annotated[
     bool,
     typer.Option(
@@ -186,6 +194,7 @@ def scan(
     ] = False,
     cuda: CudaOpt = None,
     intent: IntentOpt = None,
+    compare_intents: CompareIntentsOpt = False,
     jobs: JobsOpt = None,
     config_file: ConfigOpt = None,
     isolated: IsolatedOpt = False,
@@ -278,6 +287,7 @@ def apply(
     exclude: ExcludeOpt = None,
     cuda: CudaOpt = None,
     intent: IntentOpt = None,
+    compare_intents: CompareIntentsOpt = False,
     jobs: JobsOpt = None,
     config_file: ConfigOpt = None,
     isolated: IsolatedOpt = False,

@@ -73,6 +73,9 @@ class ScanOptions:
     cache_dir: Path | None = None
     max_file_size: int = DEFAULT_MAX_FILE_SIZE  # [tool.migrate] max-file-size
     evidence: str | None = None  # a `migrate record` evidence file (issue 28)
+    # Without an intent: also count the fixes each intent would write (`--compare-intents`,
+    # plan.fixplan.attach_unlocks); it changes no finding.
+    compare_intents: bool = False
 
     def codes(self) -> list[str]:
         return select_codes(self.select, self.ignore)

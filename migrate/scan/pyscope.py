@@ -78,6 +78,9 @@ class ScopeTable:
         self.scopes: _Scopes = _Scopes(self)
         self.scope_of_node: dict[int, Scope] = {}
         self.repo_imports: set[str] = set()  # qualnames imported from non-torch modules
+        # What the checks and the facts derive from this tree under these names, kept for
+        # every analysis that reads this table (PythonContext.shared).
+        self.analyses: dict[str, object] = {}
         # Function bodies collected only when something asks about them (see _defer); not
         # with a "\r" line break, which the parser counts as a line (lines_matching: None).
         self._import_lines = lines_matching(text, _IMPORT) if text is not None else None
