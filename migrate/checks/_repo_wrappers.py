@@ -277,22 +277,10 @@ _API = frozenset({*CAPTURES, SAVE, *LOADS})
 
 
 def spelled_lines(ctx: PythonContext, quals: frozenset[str]) -> list[int] | None:
-    """The lines of the file that spell a name a call of one of `quals` can be written with:
-    its last part (`script`, also a `.save` method), a name an import or a module-level
-    alias binds to one of them, a re-exported name that resolves to one. Sorted; None when
-    lines cannot be told apart as the parser counts them (a carriage return)."""
-    table = ctx.table
-    words = {q.rpartition(".")[2] for q in quals}
-    for scope in table.import_scopes():
-        words.update(local for local, q in scope.imports.items() if table.canonical(q) in quals)
-    module_scope = table.module_scope
-    words.update(
-        name
-        for name, value in module_scope.aliases.items()
-        if table.qualname(value, module_scope) in quals
-    )
-    words.update(key.rpartition(".")[2] for key in table.exports if table.canonical(key) in quals)
-    return WholeWords(words).lines(ctx.text)
+    """The lines of the file that spell a name a call of one of `quals` can be written with
+    (ScopeTable.spellings), sorted; None when lines cannot be told apart as the parser counts
+    them (a carriage return)."""
+    return WholeWords(ctx.table.spellings(quals)).lines(ctx.text)
 
 
 def _touches(func: ast.AST, lines: list[int] | None) -> bool:

@@ -108,15 +108,7 @@ def calls_spelled(
     or with a name bound to one of `quals` (an import in any scope, a module-level alias):
     every call that can resolve to one of `quals` and is spelled that way. Only the
     statements on the lines that hold one of those words are walked."""
-    words = set(names)
-    for scope in table.import_scopes():
-        words.update(local for local, q in scope.imports.items() if table.canonical(q) in quals)
-    module_scope = table.module_scope
-    words.update(
-        name
-        for name, value in module_scope.aliases.items()
-        if table.qualname(value, module_scope) in quals
-    )
+    words = set(names) | table.spellings(quals)
     for node in walk_lines(tree, WholeWords(words).lines(text)):
         if isinstance(node, ast.Call):
             func = node.func

@@ -394,6 +394,23 @@ class ScopeTable:
                 return qual
         return qual
 
+    def spellings(self, quals: frozenset[str]) -> set[str]:
+        """The names a reference to one of `quals` can be spelled with in this module: their
+        last part (`script`, also a method `.save`), a name an import in any scope or a
+        module-level alias binds to one of them, a re-exported name that resolves to one. A
+        line spelling none of them holds no such reference."""
+        words = {q.rpartition(".")[2] for q in quals}
+        for scope in self.import_scopes():
+            words.update(local for local, q in scope.imports.items() if self.canonical(q) in quals)
+        module_scope = self.module_scope
+        words.update(
+            name
+            for name, value in module_scope.aliases.items()
+            if self.qualname(value, module_scope) in quals
+        )
+        words.update(key.rpartition(".")[2] for key in self.exports if self.canonical(key) in quals)
+        return words
+
     def module_exports(self) -> dict[str, str]:
         """Module-level names of this module that stand for torch APIs: {module.name: qual}."""
         out = {}
