@@ -31,6 +31,7 @@ from migrate.checks._wrapper_export import export_rewrites, result_saves
 from migrate.checks.base import Edit, GroupFix, PythonCheck, PythonContext
 from migrate.findings import Applicability, Fix, FixKind
 from migrate.scan.astwalk import walk_lines
+from migrate.scan.textsearch import WholeWords
 
 __all__ = ["CALLS", "REEXPORTS", "WRAPPERS", "RepositoryWrapperCall", "hold_reason"]
 
@@ -302,9 +303,11 @@ def _repository_calls(ctx: PythonContext, local: dict[str, Wrapper]) -> list[tup
     torch one), in `ast.walk` order. A call is resolved only when its first name can
     stand for something not torch's: a name some scope imports from elsewhere, a module-level
     alias, a wrapper of this file; any other name is a local value, a builtin or a torch API
-    (resolving it would collect every function body's scope)."""
+    (resolving it would collect every function body's scope). Only the statements on lines
+    spelling such a name are walked."""
     table = ctx.table
     names: set[str] | None = None  # None: every name may (a star import hands on any)
+    lines: list[int] | None = None  # the lines spelling one of them (None: every line)
     if not table.module_scope.star_modules:
         names = set(table.module_scope.aliases) | set(local)
         for scope in table.import_scopes():
@@ -313,8 +316,9 @@ def _repository_calls(ctx: PythonContext, local: dict[str, Wrapper]) -> list[tup
                 for local_name, qual in scope.imports.items()
                 if qual != "torch" and not qual.startswith("torch.")
             )
+        lines = WholeWords(names).lines(ctx.text)
     out = []
-    for node in walk_lines(ctx.tree, None):
+    for node in walk_lines(ctx.tree, lines):
         if type(node) is not ast.Call:
             continue
         func = node.func
