@@ -19,6 +19,7 @@ import tokenize
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from itertools import islice
 from pathlib import Path, PurePosixPath
 
 from migrate.analysis import parsed as parse_once
@@ -31,7 +32,7 @@ from migrate.checks.base import (
 )
 from migrate.findings import FileError, Finding, ScanResult
 from migrate.registry import Rule, all_rules, select_codes
-from migrate.scan.astwalk import DEEP_RECURSION, _recursion_limit
+from migrate.scan.astwalk import DEEP_RECURSION, _recursion_limit, walk_lines
 from migrate.scan.cache import ResultCache, default_cache_folder, digest
 from migrate.scan.checkset import TORCHSCRIPT_WORDS, CheckSet  # noqa: F401 (also imported from here)
 from migrate.scan.discover import (
@@ -42,7 +43,7 @@ from migrate.scan.discover import (
     decode_source,
     discover,
     import_root,
-    module_file,
+    module_files,
     module_name,
     read_checked,
     read_source,
@@ -753,17 +754,29 @@ class Scanner:
     ) -> list[dict[str, str]]:
         """Export tables of repository modules that scanned files import but that lie outside
         the scanned paths (pre-commit names single files): read, never reported, so that
-        `from .compat import script` resolves in a one-file scan as in a whole-repo scan."""
+        `from .compat import script` resolves in a one-file scan as in a whole-repo scan.
+
+        A file named on the command line asks only for the names it refers to (each import
+        and each attribute chain on an imported name): the modules on those names' re-export
+        chains are read, not every module its imports import in turn (a pre-commit run read
+        a tenth of the package). Other scanned files follow all their modules' imports, four
+        hops deep."""
         named = {os.path.abspath(p) for p in paths if not os.path.isdir(p)}
-        queue: list[tuple[str, str]] = []
+        # (root, qualified name, follow every import of its module: else only its chain)
+        queue: list[tuple[str, str, bool]] = []
         for job in jobs:
             r = results.get(job.display)
             if not job.python or r is None or r.error:
                 continue
-            if r.parsed:
-                quals = r.repo_imports
+            asked: set[str] | None = None
+            if named and os.path.abspath(job.path) in named and (r.parsed or r.import_words):
+                asked = _referenced(job)
+            if asked is not None:
+                quals, every = asked, False
+            elif r.parsed:
+                quals, every = r.repo_imports, True
             elif named and r.import_words and os.path.abspath(job.path) in named:
-                quals = _repo_imports_of(job)
+                quals, every = _repo_imports_of(job), True
             else:
                 continue
             # Where Python would look: the package's root, a script's own folder, and the
@@ -772,43 +785,74 @@ class Scanner:
             roots.add(os.path.dirname(os.path.abspath(job.path)))
             # Installed packages are not the repository's own modules: never follow into them.
             queue.extend(
-                (root, q) for root in roots if root and not _installed_root(root) for q in quals
+                (root, q, every)
+                for root in roots
+                if root and not _installed_root(root)
+                for q in quals
             )
         tables: list[dict[str, str]] = []
-        scanned: set[str] | None = None  # built only when a module file turns up
-        probed: set[tuple[str, str]] = set()
+        scanned: dict[str, FileResult | None] | None = None  # built when a module turns up
+        read: dict[str, _ExportTable | None] = {}
+        probed: set[tuple[str, str, bool]] = set()
         tops: dict[tuple[str, str], bool] = {}  # most imports are of other packages: 1 stat
-        for _ in range(4):  # hops: compat -> utils -> model
+        # Re-export chains are followed as deep as _close_exports follows them; a module's
+        # every import, four hops (compat -> utils -> model).
+        for hop in range(8):
             next_queue = []
-            for root, qual in queue:
+            for root, qual, every in queue:
+                if every and hop >= 4:
+                    continue
                 top = (root, qual.split(".")[0])
                 if top not in tops:
                     base = os.path.join(*top)
                     tops[top] = os.path.isfile(base + ".py") or os.path.isdir(base)
-                if not tops[top] or (root, qual) in probed:
+                if not tops[top] or (root, qual, every) in probed:
                     continue
-                probed.add((root, qual))
-                found = module_file(root, qual)
-                if found is None:
-                    continue
-                if scanned is None:
-                    scanned = {os.path.abspath(j.path) for j in jobs if j.python}
-                if found[0] in scanned:
-                    continue
-                path, module, package = found
-                scanned.add(path)
-                self._outside_read.append(path)
-                try:
-                    text = read_source(path, self.options.max_file_size, os.path.realpath(root))
-                except (OSError, Skipped, UnicodeDecodeError, SyntaxError, LookupError):
-                    continue
-                table = _export_table(path, text, self.checks, module, package)
-                if table is not None:
-                    tables.append(table.exports)
+                probed.add((root, qual, every))
+                # A package's __init__ can re-export a name too; all modules follow only the
+                # one that defines the longest prefix.
+                found = module_files(root, qual)
+                for path, module, package in islice(found, 1) if every else found:
+                    if scanned is None:
+                        scanned = {
+                            os.path.abspath(j.path): results.get(j.display)
+                            for j in jobs
+                            if j.python
+                        }
+                    if path in scanned:
+                        if every:
+                            continue
+                        mine = scanned[path]  # its exports are the scan's own
+                        exports = mine.exports if mine is not None else {}
+                    else:
+                        if path not in read:
+                            read[path] = self._read_exports(root, path, module, package)
+                            if read[path] is not None:
+                                tables.append(read[path].exports)  # type: ignore[union-attr]
+                        table = read[path]
+                        if table is None:
+                            continue
+                        exports = table.exports
+                        if every:
+                            here = import_root(path, module, package)
+                            next_queue.extend((here, q, True) for q in table.repo_imports if here)
+                            continue
                     here = import_root(path, module, package)
-                    next_queue.extend((here, q) for q in table.repo_imports if here)
+                    if here:
+                        next_queue.extend((here, q, False) for q in _chained(qual, exports))
             queue = next_queue
         return tables
+
+    def _read_exports(
+        self, root: str, path: str, module: str, package: bool
+    ) -> _ExportTable | None:
+        """A module outside the scanned paths: its export table (None when unreadable)."""
+        self._outside_read.append(path)
+        try:
+            text = read_source(path, self.options.max_file_size, os.path.realpath(root))
+        except (OSError, Skipped, UnicodeDecodeError, SyntaxError, LookupError):
+            return None
+        return _export_table(path, text, self.checks, module, package)
 
     def _resolve_reexports(
         self,
@@ -884,6 +928,43 @@ def _close_exports(
         if final and final != name:
             out[name] = final
     return out
+
+
+def _chained(qual: str, exports: dict[str, str]) -> list[str]:
+    """Where a module's re-exports send `qual` (`pkg.utils.f` when `pkg.utils` binds `f`
+    from `pkg.core`: `pkg.core.f`), torch's names aside (their tables end the chain)."""
+    out = []
+    for key, value in exports.items():
+        if qual == key or qual.startswith(key + "."):
+            target = value + qual[len(key) :]
+            if not target.startswith("torch"):
+                out.append(target)
+    return out
+
+
+def _referenced(job: _Job) -> set[str] | None:
+    """The qualified names a file refers to through its imports: each import, each module
+    alias, each attribute chain on an imported name (`utils.foo.bar`), as the file spells
+    them before any re-export is followed. None when a star import can bind any name (then
+    every import is followed) or the file cannot be read."""
+    try:
+        parsed = parsed_file(job.display, decode_source(job.read()))
+        table = shared_table(parsed, job.module, job.is_package, None, job.script_dir)
+        if table.module_scope.star_modules:
+            return None
+        found = set(table.repo_imports)
+        for node in walk_lines(parsed.tree, None):
+            if type(node) is ast.Attribute:
+                qual = table.qualname(node)
+                if qual and qual.split(".")[0] not in ("torch", "executorch"):
+                    found.add(qual)
+                    if table.script_dir:  # run as a script: its folder is on sys.path
+                        found.add(f"{table.script_dir}.{qual}")
+    except (OSError, Skipped, UnicodeDecodeError, SyntaxError, LookupError, ValueError):
+        return None
+    except RecursionError:
+        return None
+    return found
 
 
 def _repo_imports_of(job: _Job) -> set[str]:
