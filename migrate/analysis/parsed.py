@@ -10,7 +10,9 @@ changes a tree.
 What is kept lives until the next scan starts (`new_scan`), up to a budget of source bytes
 (the trees take about thirty times that): past it a file is parsed and not kept, so a scan of
 a very large tree parses some files again instead of holding gigabytes. A pool worker keeps
-nothing (`keep_trees(False)`): each file of its batch is analysed there once.
+nothing (`keep_trees(False)`): each file of its batch is analysed there once. The last few
+texts parsed are kept apart from the files (`tree_of`): apply checks, tidies and analyses each
+version of a file it writes.
 
 `parse_counts()` says how often each file was parsed since the scan started: the tests that
 guard against re-parsing read it.
@@ -19,8 +21,9 @@ guard against re-parsing read it.
 from __future__ import annotations
 
 import ast
+import threading
 import warnings
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Hashable
 from typing import TypeVar
 
@@ -38,15 +41,8 @@ class ParsedFile:
     def __init__(self, display: str, text: str) -> None:
         self.display = display
         self.text = text
-        self._tree: ast.Module | None = None
-        self.error: SyntaxError | ValueError | RecursionError | None = None
+        self._tree, self.error = _parse(text, display)
         self._derived: dict[Hashable, object] = {}
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # invalid escape sequences in user code
-                self._tree = ast.parse(text, filename=display)
-        except (SyntaxError, ValueError, RecursionError) as exc:
-            self.error = exc
 
     @property
     def tree(self) -> ast.Module:
@@ -67,11 +63,45 @@ class ParsedFile:
 _files: dict[str, ParsedFile] = {}
 _state = {"kept": 0, "keep": True}
 _parses: Counter[str] = Counter()
+# The last texts parsed, whatever asked: `migrate apply` checks, tidies and analyses each
+# version of a file it writes (fixer, tidy, the next round), one parse for all of them.
+_RECENT = 32
+_recent: OrderedDict[
+    str, tuple[ast.Module | None, SyntaxError | ValueError | RecursionError | None]
+]
+_recent = OrderedDict()
+_recent_lock = threading.Lock()
+
+
+def _parse(
+    text: str, display: str
+) -> tuple[ast.Module | None, SyntaxError | ValueError | RecursionError | None]:
+    """(tree, None) or (None, why not): parsed now unless it is one of the last texts."""
+    with _recent_lock:  # the planner's facts may be built on a thread meanwhile
+        found = _recent.get(text)
+        if found is not None:
+            _recent.move_to_end(text)
+            return found
+    _parses[display] += 1
+    tree: ast.Module | None = None
+    error: SyntaxError | ValueError | RecursionError | None = None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # invalid escape sequences in user code
+            tree = ast.parse(text, filename=display)
+    except (SyntaxError, ValueError, RecursionError) as exc:
+        error = exc
+    with _recent_lock:
+        _recent[text] = (tree, error)
+        if len(_recent) > _RECENT:
+            _recent.popitem(last=False)
+    return tree, error
 
 
 def new_scan() -> None:
     """Forget the last scan's files and counts (a scan starts)."""
     _files.clear()
+    _recent.clear()
     _parses.clear()
     _state["kept"] = 0
 
@@ -93,7 +123,6 @@ def parsed_file(display: str, text: str) -> ParsedFile:
     found = _files.get(display)
     if found is not None and (found.text is text or found.text == text):
         return found
-    _parses[display] += 1
     found = ParsedFile(display, text)
     if _state["keep"]:
         old = _files.pop(display, None)
@@ -108,3 +137,16 @@ def parsed_file(display: str, text: str) -> ParsedFile:
 def parse(display: str, text: str) -> ast.Module:
     """parsed_file(display, text).tree."""
     return parsed_file(display, text).tree
+
+
+def tree_of(text: str, display: str = "<unknown>") -> ast.Module:
+    """The tree of a text that may be no file's as the scan read it (a version of a file that
+    `migrate apply` is writing): the scan's tree when it is that file's text, else parsed now
+    and kept among the last few. Raises what `ast.parse` raises."""
+    found = _files.get(display)
+    if found is not None and (found.text is text or found.text == text):
+        return found.tree
+    tree, error = _parse(text, display)
+    if error is not None:
+        raise error.with_traceback(None)
+    return tree  # type: ignore[return-value]
