@@ -42,7 +42,8 @@ def test_a_pooled_repository_pass_plans_with_the_background_facts(monkeypatch):
         original(self, *args, **kwargs)
         started.append(self)
 
-    monkeypatch.setattr(engine, "PARALLEL_THRESHOLD", 1)  # the pass goes to the pool
+    monkeypatch.setattr(engine, "PARALLEL_THRESHOLD", 1)  # the pass goes to the pool,
+    monkeypatch.setattr(engine, "POOL_AFTER_BYTES", 0)  # from its first file
     monkeypatch.setattr(BackgroundFacts, "__init__", spy)
     pooled = Scanner(ScanOptions(cache=False, jobs=2)).scan([REPOS])
     assert len(started) == 1

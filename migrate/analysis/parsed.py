@@ -61,7 +61,7 @@ class ParsedFile:
 
 
 _files: dict[str, ParsedFile] = {}
-_state = {"kept": 0, "keep": True}
+_state = {"kept": 0, "keep": True, "parsed": 0}
 _parses: Counter[str] = Counter()
 # The last texts parsed, whatever asked: `migrate apply` checks, tidies and analyses each
 # version of a file it writes (fixer, tidy, the next round), one parse for all of them.
@@ -83,6 +83,7 @@ def _parse(
             _recent.move_to_end(text)
             return found
     _parses[display] += 1
+    _state["parsed"] += len(text)
     tree: ast.Module | None = None
     error: SyntaxError | ValueError | RecursionError | None = None
     try:
@@ -111,6 +112,11 @@ def keep_trees(keep: bool) -> None:
     _state["keep"] = keep
     if not keep:
         new_scan()
+
+
+def parsed_bytes() -> int:
+    """The characters this process has parsed (it never decreases)."""
+    return _state["parsed"]
 
 
 def parse_counts() -> Counter[str]:

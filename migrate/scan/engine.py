@@ -57,6 +57,10 @@ IMPORT_LINE = re.compile(r"[ \t]*(?:from[ \t]+[.\w]+[ \t]+import|import)[ \t]+[^
 WORD = re.compile(r"\w+")
 
 PARALLEL_THRESHOLD = 48  # below this many parsed files a process pool costs more than it saves
+# Source bytes a scan parses in its own process before a pool takes the rest (about half a
+# second of analysis): below it the pool's start and the second parse of the files its
+# workers analysed (for the repository pass and the planner's facts) cost more than it saves.
+POOL_AFTER_BYTES = 1_000_000
 
 
 @dataclass
@@ -545,19 +549,37 @@ class Scanner:
         return 1 if workers <= 1 or count < PARALLEL_THRESHOLD else workers
 
     def _execute(
-        self, work: list[tuple], repo_facts: dict[str, frozenset[str]] | None = None
+        self,
+        work: list[tuple],
+        repo_facts: dict[str, frozenset[str]] | None = None,
+        on_pool: Callable[[], None] | None = None,
     ) -> list[FileResult]:
         """Run the jobs here or in a process pool; `repo_facts`: what a RepoPass without
-        facts of its own reads (megabytes on a large tree: sent to each process once)."""
+        facts of its own reads (megabytes on a large tree: sent to each process once).
+        `on_pool` is called when the rest goes to the pool (this process then only waits)."""
         workers = self._workers(len(work))
-        if workers == 1:
-            _WORKER_STATE["repo_facts"] = repo_facts
-            results = []
-            for item in work:
-                results.append(_run_job(*item))
-                if self.progress:
-                    self.progress(1)
+        _WORKER_STATE["repo_facts"] = repo_facts
+        results: list[FileResult] = []
+        # The jobs start here; a pool takes the rest only once this process has parsed enough
+        # to show it pays: most files of a repository are never parsed, and on a tree that
+        # parses little the pool's start, and the later stages parsing again what its
+        # workers parsed (their trees stay there), cost more than it saves.
+        start = parse_once.parsed_bytes()
+        for item in work:
+            if (
+                workers > 1
+                and parse_once.parsed_bytes() - start >= POOL_AFTER_BYTES
+                and len(work) - len(results) >= PARALLEL_THRESHOLD
+            ):
+                break
+            results.append(_run_job(*item))
+            if self.progress:
+                self.progress(1)
+        else:
             return results
+        work = work[len(results) :]
+        if on_pool is not None:
+            on_pool()
         size = max(8, len(work) // (workers * 8))
         batches = [work[i : i + size] for i in range(0, len(work), size)]
         results = []
@@ -718,9 +740,7 @@ class Scanner:
                 todo.append((job, self.exports or None, RepoPass(codes, None)))
         todo = [item for item in todo if not self._settled(item[0], item[2], facts, results)]
         rerun = {job.display: set(p.codes or ()) for job, _, p in todo}
-        if self._workers(len(todo)) > 1:
-            self.pool_pass_starts(results)
-        for new in self._execute(todo, facts):
+        for new in self._execute(todo, facts, on_pool=lambda: self.pool_pass_starts(results)):
             old = results[new.path]
             if new.error:  # phase 1 skipped or reported this file; keep its verdict
                 continue
