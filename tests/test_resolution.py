@@ -14,7 +14,7 @@ import pytest
 from migrate.pipeline.scan import PlannedScanner as Scanner
 from migrate.registry import all_rules
 from migrate.scan.engine import ScanOptions, check_source
-from tests.scan_support import write_tree
+from tests.scan_support import run_cli, write_tree
 
 ALL = sorted(all_rules())
 
@@ -705,3 +705,24 @@ def test_binding_targets_without_a_full_walk_binds_what_the_walk_binds():
                 assert scope.locals == walked(target), (path, _ast.dump(target)[:60])
                 compared += 1
     assert compared > 1000
+
+
+def test_a_global_statement_at_module_level_changes_nothing(tmp_path):
+    # `global` at module level is legal and does nothing; name lookup used to go round the
+    # module scope forever (the scan never ended). Run in a subprocess: a hang fails here.
+    write_tree(
+        tmp_path,
+        {
+            "a.py": """\
+                import torch
+
+                global s
+                s = torch.jit.script
+                m = s(torch.nn.Linear(2, 2))
+                """
+        },
+    )
+    run = run_cli(["scan", "a.py", "--no-cache", "--format", "json"], cwd=tmp_path)
+    assert run.code == 1, run.stderr
+    found = [(f["line"], f["rule"]) for f in run.json()["findings"]]
+    assert found == [(4, "MIG101"), (5, "MIG101")]

@@ -38,6 +38,11 @@ def plain_scan(argv: list[str]) -> tuple[list[str], dict[str, bool]] | None:
 
 
 def main() -> None:
+    from migrate.analysis.parsed import GC_THRESHOLDS
+
+    # A command's process keeps the scan's trees to its end: rare collections throughout
+    # (a scan raises them only while it runs, for whoever embeds it).
+    gc.set_threshold(*GC_THRESHOLDS)
     try:
         _run(sys.argv[1:])
     finally:

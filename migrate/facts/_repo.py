@@ -252,23 +252,13 @@ class FileIndex:
     def lookup(self, name: str, scope: Scope) -> tuple[str, Scope | str | None]:
         """Where `name` read in `scope` is bound: ("import", qualname), ("local", scope that
         binds it) or ("free", None) for builtins and undefined names."""
-        current: Scope | None = scope
-        first = True
-        while current is not None:
-            if current.kind == "class" and not first:
-                current = current.parent
-                continue
-            first = False
-            if name in current.globals_ and current is not self.table.module_scope:
-                current = self.table.module_scope
-                continue
+        for current in self.table.scope_chain(name, scope):
             if name in current.imports:
                 if current.kind != "module" and name in current.locals:
                     return "local", current  # imported and rebound in a function: unclear
                 return "import", self.table.canonical(current.imports[name])
             if name in current.locals or name in current.aliases or name in current.defs:
                 return "local", current
-            current = current.parent
         return "free", None
 
     def single_value(self, scope: Scope, name: str) -> ast.expr | None:

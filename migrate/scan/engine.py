@@ -23,7 +23,7 @@ from itertools import islice
 from pathlib import Path, PurePosixPath
 
 from migrate.analysis import parsed as parse_once
-from migrate.analysis.parsed import parsed_file
+from migrate.analysis.parsed import GC_THRESHOLDS, parsed_file
 from migrate.checks.base import (
     FileContext,
     PythonContext,
@@ -323,10 +323,8 @@ class _Job:
 _WORKER_STATE: dict[str, object] = {}
 
 
-# Parsing allocates millions of AST nodes that hold no reference cycles; under the default
-# thresholds the cycle collector kept walking every live tree, about a third of a scan of
-# real code. Collections stay on, just rarer.
-_SCAN_GC_THRESHOLDS = (100_000, 50, 100)
+# The collector's thresholds while a scan runs (migrate.analysis.parsed.GC_THRESHOLDS).
+_SCAN_GC_THRESHOLDS = GC_THRESHOLDS
 
 
 @contextmanager

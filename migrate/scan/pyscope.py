@@ -322,19 +322,27 @@ class ScopeTable:
             scope = self.scope_of_node.get(id(node))
         return scope if scope is not None else self.module_scope
 
-    def binding(self, name: str, scope: Scope, _depth: int = 0) -> Binding:
+    def scope_chain(self, name: str, scope: Scope) -> Iterator[Scope]:
+        """The scopes a read of `name` in `scope` looks in, innermost first: a class body
+        only where the read is (it is not visible from the functions nested in it), and a
+        `global` declaration goes straight to the module's scope (at module level it changes
+        nothing). Every lookup of a name walks this one chain (binding, and the facts' own
+        `FileIndex.lookup`)."""
         current: Scope | None = scope
         first = True
         while current is not None:
-            # Class bodies are not visible from the functions nested in them.
             if current.kind == "class" and not first:
                 current = current.parent
                 continue
             first = False
-            if name in current.globals_:
+            if name in current.globals_ and current is not self.module_scope:
                 current = self.module_scope
-                first = True
                 continue
+            yield current
+            current = current.parent
+
+    def binding(self, name: str, scope: Scope, _depth: int = 0) -> Binding:
+        for current in self.scope_chain(name, scope):
             if name in current.imports:
                 if current.kind == "module" or name not in current.locals:
                     # At module level an import beats a fallback def (try/except ImportError).
@@ -344,7 +352,6 @@ class ScopeTable:
                 return self.qualname(current.aliases[name], current, _depth + 1)
             if name in current.locals:
                 return None
-            current = current.parent
         return self._from_star_import(name)
 
     def _from_star_import(self, name: str) -> Binding:
