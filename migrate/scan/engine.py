@@ -580,7 +580,6 @@ class Scanner:
             on_pool()
         size = max(8, len(work) // (workers * 8))
         batches = [work[i : i + size] for i in range(0, len(work), size)]
-        results = []
         from concurrent.futures import ProcessPoolExecutor  # only a pool's scans pay for it
 
         with ProcessPoolExecutor(
