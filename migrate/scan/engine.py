@@ -23,7 +23,7 @@ from itertools import islice
 from pathlib import Path, PurePosixPath
 
 from migrate.analysis import parsed as parse_once
-from migrate.analysis.parsed import GC_THRESHOLDS, parsed_file
+from migrate.analysis.parsed import GC_THRESHOLDS, KEEP_BYTES, parsed_file
 from migrate.checks.base import (
     FileContext,
     PythonContext,
@@ -57,13 +57,13 @@ IMPORT_LINE = re.compile(r"[ \t]*(?:from[ \t]+[.\w]+[ \t]+import|import)[ \t]+[^
 WORD = re.compile(r"\w+")
 
 PARALLEL_THRESHOLD = 48  # below this many parsed files a process pool costs more than it saves
-# Source bytes a scan parses in its own process before a pool of two takes the rest (about
-# two seconds of analysis; with n workers, this over n - 1): below it the pool's start and the
-# second parse of the files its workers analysed (the planner's facts and the repository pass
-# read them here) cost more than the pool saves. On the development corpus (2,306 files, 4 MB
-# parsed) a pool after the first 1 MB cost 22% more CPU than one process, and more wall time
-# on two busy cores.
-POOL_AFTER_BYTES = 4_000_000
+# Source bytes a scan parses in its own process before a pool of two takes the rest (with n
+# workers, this over n - 1): as much as the scan keeps trees of (analysis.parsed.KEEP_BYTES).
+# A file a worker parsed is parsed again here when the planner's facts or the repository pass
+# read it, which is most files that hold TorchScript: on the development corpus (2,306 files,
+# 4 MB parsed) a pool after the first 1 MB cost 22% more CPU than one process, and at four
+# times that tree the facts alone took 3.4 s of a pooled run's 15 s (1.2 s in one process).
+POOL_AFTER_BYTES = KEEP_BYTES
 
 
 @dataclass
