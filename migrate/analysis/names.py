@@ -52,21 +52,29 @@ class ImportIndex:
                     self._remembered(module, line)
 
     def _remembered(self, module: str, line: str) -> None:
+        for local, qual in self.imported(module, line):
+            self.table.setdefault(f"{module}.{local}", qual)
+
+    @staticmethod
+    def imported(module: str, line: str) -> list[tuple[str, str]]:
+        """(the name bound, what it stands for) of each name a `from` line of `module`
+        imports; a relative import, for a package's __init__ and for a plain module (either
+        may be meant)."""
         node = _from_line(" ".join(line.split()))
         if node is None:
-            return
+            return []
         bases = [node.module or ""]
-        if node.level:  # a package's __init__ or a plain module: either may be meant
+        if node.level:
             parts = module.split(".")
             bases = []
             for package in (parts, parts[:-1]):
                 cut = package[: len(package) - (node.level - 1)] if node.level > 1 else package
                 bases.append(".".join([*cut, node.module] if node.module else cut))
-        for alias in node.names:
-            for base in bases:
-                self.table.setdefault(
-                    f"{module}.{alias.asname or alias.name}", f"{base}.{alias.name}"
-                )
+        return [
+            (alias.asname or alias.name, f"{base}.{alias.name}")
+            for alias in node.names
+            for base in bases
+        ]
 
     def resolve(self, qual: str) -> str:
         """What `qual` stands for, following re-exports (at most 8 hops)."""

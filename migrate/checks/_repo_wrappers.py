@@ -13,6 +13,7 @@ analysis only: no import of the facts.
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import re
 from bisect import bisect_left
@@ -632,6 +633,25 @@ class RepositoryWrappers:
     index: ImportIndex
     used: frozenset[str]  # what the files call or import, resolved through the re-exports
     words: re.Pattern[str] | None  # a `from` line naming a wrapper, or a module holding one
+
+    def imported_by(self, module: str, lines: Iterable[str]) -> bool:
+        """Whether `from` lines of `module` (a file the prefilter skipped) import a wrapper,
+        or a module or package holding one (`from pkg.tests import utils`, then
+        `utils.f(...)`), through the repository's re-exports."""
+        holders = self._holders
+        for line in lines:
+            for _, qual in self.index.imported(module, line):
+                target = self.index.resolve(qual)
+                if target in self.wrappers or target in holders:
+                    return True
+        return False
+
+    @functools.cached_property
+    def _holders(self) -> frozenset[str]:
+        """The modules and packages a wrapper lies in (each prefix of its qualname)."""
+        return frozenset(
+            q.rsplit(".", n)[0] for q in self.wrappers for n in range(1, q.count(".") + 1)
+        )
 
     def mine(self, encoded: Iterable[str]) -> set[str]:
         """The qualnames of the wrappers a file defines (its WRAPPERS facts) as the

@@ -62,10 +62,13 @@ class RepositoryWrapperCall(PythonCheck):
                     return True
             # A file defining wrappers: its definitions are reported once callers are known.
             return bool(own) and bool(mine - set(facts.get(CALLS, ())))
+        # A file the prefilter skipped: its `from` lines that name a wrapper or a module
+        # holding one (a word search first: most name none).
         words = known.words
-        return words is not None and any(
-            words.search(line) for line in remembered if line.startswith("from")
-        )
+        if words is None:
+            return False
+        lines = [line for line in remembered if line.startswith("from") and words.search(line)]
+        return bool(lines) and known.imported_by(module(), lines)
 
     def on_end(self, ctx: PythonContext) -> None:
         local = find_wrappers(ctx)
