@@ -164,7 +164,9 @@ class ScanResult:
         return self.files_seen == 0 and bool(self.skipped or self.errors)
 
     intent: str | None = None  # the migration intent the fixes were planned for
-    # Without one: the fixes the run would write under each intent (fixplan.intent_unlocks).
+    # Without one, when the findings are TorchScript ones: the fixes the run would write per
+    # site ("none") and under each intent (fixplan.attach_unlocks, `--compare-intents`); {}
+    # when the comparison was not asked for.
     unlocks: dict[str, int] | None = None
     evidence: str | None = None  # the `migrate record` evidence file the checks read
 

@@ -42,7 +42,8 @@ def test_a_pooled_repository_pass_plans_with_the_background_facts(monkeypatch):
         original(self, *args, **kwargs)
         started.append(self)
 
-    monkeypatch.setattr(engine, "PARALLEL_THRESHOLD", 1)  # the pass goes to the pool
+    monkeypatch.setattr(engine, "PARALLEL_THRESHOLD", 1)  # the pass goes to the pool,
+    monkeypatch.setattr(engine, "POOL_AFTER_BYTES", 0)  # from its first file
     monkeypatch.setattr(BackgroundFacts, "__init__", spy)
     pooled = Scanner(ScanOptions(cache=False, jobs=2)).scan([REPOS])
     assert len(started) == 1
@@ -64,3 +65,14 @@ def test_an_error_while_building_reaches_whoever_asks(monkeypatch):
     background.wait()  # waiting does not raise: the facts may never be asked for
     with pytest.raises(RuntimeError, match="facts broke"):
         background.result()
+
+
+def test_a_pool_taking_over_midway_reports_what_one_process_does(monkeypatch):
+    """Jobs start in the scanning process and a pool takes the rest once enough source was
+    parsed there: both halves' results make the scan."""
+    plain = Scanner(ScanOptions(cache=False, jobs=1)).scan([REPOS])
+    monkeypatch.setattr(engine, "PARALLEL_THRESHOLD", 1)
+    monkeypatch.setattr(engine, "POOL_AFTER_BYTES", 1)  # after the first parsed file
+    pooled = Scanner(ScanOptions(cache=False, jobs=2)).scan([REPOS])
+    assert pooled.files_parsed == plain.files_parsed > 10
+    assert [f.to_dict() for f in pooled.findings] == [f.to_dict() for f in plain.findings]

@@ -120,7 +120,10 @@ def test_unknown_intent_is_a_one_line_error_naming_the_file(tmp_path):
 
 
 def test_without_intent_each_site_as_before_and_the_counts_per_intent(tmp_path):
-    doc = _scan(_lib(tmp_path))
+    plain = _scan(_lib(tmp_path))
+    assert plain["summary"]["intent"] is None and "fixes_by_intent" not in plain["summary"]
+    doc = _scan(_lib(tmp_path), "--compare-intents")  # the counts are asked for
+    assert doc["findings"] == plain["findings"]
     assert doc["summary"]["intent"] is None
     # is_scripting still answers while the repository scripts code; stubs keep typing.overload
     assert _fix_kinds(doc, "MIG110") == ["assisted", "assisted"]
@@ -230,6 +233,9 @@ def test_every_report_shows_the_intent(tmp_path):
     text = run_cli(["scan", ".", "--no-cache", "--intent", "drop"], cwd=root).stdout
     assert "Intent: the repository drops TorchScript" in text
     text = run_cli(["scan", ".", "--no-cache"], cwd=root).stdout
+    assert "Intent: none: each site is decided alone; `--compare-intents` counts" in text
+    assert "`--intent drop`" not in text  # the counts cost a second analysis: asked for
+    text = run_cli(["scan", ".", "--no-cache", "--compare-intents"], cwd=root).stdout
     assert "Intent: none" in text and "`--intent drop`" in text
     sarif = json.loads(
         run_cli(

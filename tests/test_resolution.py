@@ -14,7 +14,7 @@ import pytest
 from migrate.pipeline.scan import PlannedScanner as Scanner
 from migrate.registry import all_rules
 from migrate.scan.engine import ScanOptions, check_source
-from tests.scan_support import write_tree
+from tests.scan_support import run_cli, write_tree
 
 ALL = sorted(all_rules())
 
@@ -595,11 +595,24 @@ def test_one_named_file_reads_the_modules_it_imports(tmp_path, monkeypatch):
     ]
 
 
+def _scan_named(tmp_path, monkeypatch, files, named):
+    """Findings (path, line, rule, symbol) of a scan of one named file, and the modules
+    outside it that the scan read."""
+    write_tree(tmp_path, files)
+    monkeypatch.chdir(tmp_path)
+    scanner = Scanner(ScanOptions(cache=False, jobs=1, use_git=False))
+    result = scanner.scan([named])
+    found = [(f.path, f.line, f.rule, f.symbol) for f in result.findings]
+    return found, sorted(Path(p).relative_to(tmp_path).as_posix() for p in scanner._outside_read)
+
+
 def test_one_named_file_follows_only_module_level_imports_of_the_modules_it_reads(
     tmp_path, monkeypatch
 ):
     # Only module-level names are re-exported, so an import inside a function of a module read
-    # for its exports leads nowhere a name could come from: that module is not read.
+    # for its exports leads nowhere a name could come from: that module is not read. A named
+    # file asks for the names it uses: the modules on their re-export chains are read (the
+    # package's __init__ among them: it could re-export `pkg.utils`), nothing else.
     files = {
         **PKG,
         "pkg/utils.py": (
@@ -609,15 +622,31 @@ def test_one_named_file_follows_only_module_level_imports_of_the_modules_it_read
         "pkg/heavy.py": "import torch\nrun = torch.jit.trace\n",
         "pkg/model.py": "from .utils import compile_fn\n\nnet = compile_fn(build())\n",
     }
-    write_tree(tmp_path, files)
-    monkeypatch.chdir(tmp_path)
-    scanner = Scanner(ScanOptions(cache=False, jobs=1, use_git=False))
-    result = scanner.scan(["pkg/model.py"])
-    assert [(f.path, f.line, f.rule, f.symbol) for f in result.findings] == [
-        ("pkg/model.py", 3, "MIG101", "torch.jit.script")
-    ]
-    read = sorted(Path(p).relative_to(tmp_path).as_posix() for p in scanner._outside_read)
-    assert read == ["pkg/compat.py", "pkg/utils.py"]
+    found, read = _scan_named(tmp_path, monkeypatch, files, "pkg/model.py")
+    assert found == [("pkg/model.py", 3, "MIG101", "torch.jit.script")]
+    assert read == ["pkg/__init__.py", "pkg/compat.py", "pkg/utils.py"]
+
+
+def test_one_named_file_reads_only_the_chains_of_the_names_it_uses(tmp_path, monkeypatch):
+    # utils imports (at module level) modules that re-export nothing the named file uses, and
+    # they import more: a pre-commit run reads the chain of `compile_fn`, not the package.
+    files = {
+        **PKG,
+        "pkg/utils.py": (
+            "from .compat import script as compile_fn\nfrom . import heavy\n"
+            "from .heavy import run as tracer\n"
+        ),
+        "pkg/heavy.py": "import torch\n\nfrom . import deeper\n\nrun = torch.jit.trace\n",
+        "pkg/deeper.py": "from .compat import trace\n",
+        "pkg/model.py": "from . import utils\n\nnet = utils.compile_fn(build())\n",
+    }
+    found, read = _scan_named(tmp_path, monkeypatch, files, "pkg/model.py")
+    assert found == [("pkg/model.py", 3, "MIG101", "torch.jit.script")]
+    assert read == ["pkg/__init__.py", "pkg/compat.py", "pkg/utils.py"]
+    # The whole package scanned finds the same, reading nothing outside.
+    whole = Scanner(ScanOptions(cache=False, jobs=1, use_git=False))
+    found = [(f.path, f.line, f.rule) for f in whole.scan(["pkg"]).findings]
+    assert ("pkg/model.py", 3, "MIG101") in found
 
 
 def test_module_only_tables_export_what_full_tables_do():
@@ -676,3 +705,24 @@ def test_binding_targets_without_a_full_walk_binds_what_the_walk_binds():
                 assert scope.locals == walked(target), (path, _ast.dump(target)[:60])
                 compared += 1
     assert compared > 1000
+
+
+def test_a_global_statement_at_module_level_changes_nothing(tmp_path):
+    # `global` at module level is legal and does nothing; name lookup used to go round the
+    # module scope forever (the scan never ended). Run in a subprocess: a hang fails here.
+    write_tree(
+        tmp_path,
+        {
+            "a.py": """\
+                import torch
+
+                global s
+                s = torch.jit.script
+                m = s(torch.nn.Linear(2, 2))
+                """
+        },
+    )
+    run = run_cli(["scan", "a.py", "--no-cache", "--format", "json"], cwd=tmp_path)
+    assert run.code == 1, run.stderr
+    found = [(f["line"], f["rule"]) for f in run.json()["findings"]]
+    assert found == [(4, "MIG101"), (5, "MIG101")]

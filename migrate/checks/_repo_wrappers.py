@@ -13,10 +13,21 @@ analysis only: no import of the facts.
 from __future__ import annotations
 
 import ast
+import functools
 import json
+import re
+from bisect import bisect_left
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from migrate.analysis.names import ImportIndex, per_repository
 from migrate.checks.base import PythonContext
+from migrate.scan.textsearch import WholeWords
+
+# What a parsed file tells the repository pass (`ctx.facts`, merged over the repository).
+WRAPPERS = "MIG121.wrappers"  # encoded Wrapper of every wrapper a parsed file defines
+REEXPORTS = "MIG121.reexports"  # module.name=qualname of the module-level imports
+CALLS = "MIG121.calls"  # qualnames of the repository functions a parsed file calls
 
 CAPTURES = frozenset({"torch.jit.script", "torch.jit.trace", "torch.jit.trace_module"})
 SAVE = "torch.jit.save"
@@ -227,24 +238,60 @@ def is_public(module: str, display: str, name: str) -> bool:
 def find_wrappers(ctx: PythonContext) -> dict[str, Wrapper]:
     """The wrappers a file defines at module level, by name: those whose body scripts,
     saves or loads a parameter, then those that hand a parameter to one of them (a wrapper
-    calling a wrapper of the same file; repeated until nothing more is found)."""
+    calling a wrapper of the same file; repeated until nothing more is found). Found once
+    per file and scope table (MIG121's analyses and the facts share them): read only."""
+    return ctx.shared("MIG121.wrappers", lambda: _find_wrappers(ctx))
+
+
+def _find_wrappers(ctx: PythonContext) -> dict[str, Wrapper]:
     module = ctx.table.module
     found: dict[str, Wrapper] = {}
     others = []
+    # Only a function whose lines spell a TorchScript API (as the file can name it) can
+    # script, save or load; the others are not walked.
+    api_lines = spelled_lines(ctx, _API)
     for stmt in ctx.tree.body:
         if isinstance(stmt, _FUNCS):
-            wrapper = _analyse(ctx, stmt, module)
+            wrapper = _analyse(ctx, stmt, module) if _touches(stmt, api_lines) else None
             if wrapper is not None:
                 found[stmt.name] = wrapper
             else:
                 others.append(stmt)
     for _ in range(4):
-        more = {s.name: w for s in others if (w := _derived(ctx, s, module, found)) is not None}
+        if not found:
+            break
+        # Only a function naming a wrapper found so far can hand it a parameter.
+        named = spelled_lines(ctx, frozenset(w.qual for w in found.values()))
+        more = {
+            s.name: w
+            for s in others
+            if _touches(s, named) and (w := _derived(ctx, s, module, found)) is not None
+        }
         if not more:
             break
         found.update(more)
         others = [s for s in others if s.name not in more]
     return found
+
+
+_API = frozenset({*CAPTURES, SAVE, *LOADS})
+
+
+def spelled_lines(ctx: PythonContext, quals: frozenset[str]) -> list[int] | None:
+    """The lines of the file that spell a name a call of one of `quals` can be written with
+    (ScopeTable.spellings), sorted; None when lines cannot be told apart as the parser counts
+    them (a carriage return)."""
+    return WholeWords(ctx.table.spellings(quals)).lines(ctx.text)
+
+
+def _touches(func: ast.AST, lines: list[int] | None) -> bool:
+    """Whether the definition (from its first decorator to its end) holds one of `lines`
+    (all of them, when None)."""
+    if lines is None:
+        return True
+    start = min([func.lineno, *(d.lineno for d in func.decorator_list)])  # type: ignore[attr-defined]
+    at = bisect_left(lines, start)
+    return at < len(lines) and lines[at] <= (func.end_lineno or start)  # type: ignore[attr-defined]
 
 
 def _derived(ctx: PythonContext, func, module: str, known: dict[str, Wrapper]) -> Wrapper | None:
@@ -555,3 +602,91 @@ def _memory_buffer(ctx: PythonContext, parents: dict, name: str, stmts: list[ast
             if isinstance(target, ast.Name) and target.id == name:
                 return _bound(parents, stmt.value, stmts) == name
     return False
+
+
+# ---- the repository's wrappers, built once per repository pass ----------------------------
+
+
+def repository_index(repo: Mapping[str, frozenset[str]]) -> ImportIndex:
+    """The repository's import index (module.name -> what it stands for), from the parsed
+    files' re-exports and the skipped files' remembered `from` lines: one per repository."""
+    if not repo:
+        return _NO_INDEX
+    return per_repository(repo, "import index", lambda: _index_of(repo))
+
+
+def _index_of(repo: Mapping[str, frozenset[str]]) -> ImportIndex:
+    remembered = (
+        (key.split(":", 1)[1], lines)
+        for key, lines in repo.items()
+        if key.startswith("remembered:")
+    )
+    return ImportIndex(repo.get(REEXPORTS, ()), remembered)
+
+
+@dataclass
+class RepositoryWrappers:
+    """Every wrapper of the repository, decoded once, with what the files call."""
+
+    wrappers: dict[str, Wrapper]  # by qualname
+    qual_of: dict[str, str]  # a wrapper's encoding (as a file's facts hold it) -> qualname
+    index: ImportIndex
+    used: frozenset[str]  # what the files call or import, resolved through the re-exports
+    words: re.Pattern[str] | None  # a `from` line naming a wrapper, or a module holding one
+
+    def imported_by(self, module: str, lines: Iterable[str]) -> bool:
+        """Whether `from` lines of `module` (a file the prefilter skipped) import a wrapper,
+        or a module or package holding one (`from pkg.tests import utils`, then
+        `utils.f(...)`), through the repository's re-exports."""
+        holders = self._holders
+        for line in lines:
+            for _, qual in self.index.imported(module, line):
+                target = self.index.resolve(qual)
+                if target in self.wrappers or target in holders:
+                    return True
+        return False
+
+    @functools.cached_property
+    def _holders(self) -> frozenset[str]:
+        """The modules and packages a wrapper lies in (each prefix of its qualname)."""
+        return frozenset(
+            q.rsplit(".", n)[0] for q in self.wrappers for n in range(1, q.count(".") + 1)
+        )
+
+    def mine(self, encoded: Iterable[str]) -> set[str]:
+        """The qualnames of the wrappers a file defines (its WRAPPERS facts) as the
+        repository knows them (the kept definition of each name)."""
+        return {q for text in encoded if (q := self.qual_of.get(text)) is not None}
+
+
+def repository_wrappers(repo: Mapping[str, frozenset[str]]) -> RepositoryWrappers:
+    """The repository's wrappers, its import index and what its files call: built on the
+    first ask for these repository facts, the same for every file after (a file asking used
+    to decode every wrapper again)."""
+    if not repo:
+        return _NO_WRAPPERS
+    return per_repository(repo, "wrappers", lambda: _wrappers_of(repo))
+
+
+def _wrappers_of(repo: Mapping[str, frozenset[str]]) -> RepositoryWrappers:
+    wrappers: dict[str, Wrapper] = {}
+    for text in repo.get(WRAPPERS, ()):
+        w = Wrapper.decode(text)
+        if w is not None:
+            wrappers[w.qual] = w
+    index = repository_index(repo)
+    used = {index.resolve(q) for q in repo.get(CALLS, ())}
+    used |= {index.resolve(q) for q in index.table.values()}
+    words = {w.name for w in wrappers.values()}
+    words |= {q.rsplit(".", 2)[-2] for q in wrappers if q.count(".") >= 1}
+    # The names a wrapper is re-exported as (`from .io import f as g`).
+    words |= {k.rpartition(".")[2] for k in index.table if index.resolve(k) in wrappers}
+    pattern = (
+        re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(words))) + r")\b") if words else None
+    )
+    qual_of = {w.encode(): q for q, w in wrappers.items()}
+    return RepositoryWrappers(wrappers, qual_of, index, frozenset(used), pattern)
+
+
+_NO_INDEX = ImportIndex((), ())
+_NO_WRAPPERS = RepositoryWrappers({}, {}, _NO_INDEX, frozenset(), None)

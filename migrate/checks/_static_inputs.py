@@ -26,6 +26,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from migrate.analysis.names import per_repository
 from migrate.checks._flow import value_origin
 from migrate.checks.base import PythonContext
 
@@ -238,14 +239,23 @@ def publish(ctx: PythonContext) -> None:
 
 def published(repo: Mapping[str, frozenset[str]], qual: str) -> Inferred | str | None:
     """What the defining file published for the class `qual` (None: nothing)."""
-    prefix = f"{qual} "
+    if not repo:
+        return None
+    fact = per_repository(repo, "static inputs", lambda: _published_by_class(repo)).get(qual)
+    if fact is None:
+        return None
+    data = json.loads(fact.partition(" ")[2])
+    if "refused" in data:
+        return data["refused"]
+    return Inferred(data["features"], data["layer"], data["line"], data["display"])
+
+
+def _published_by_class(repo: Mapping[str, frozenset[str]]) -> dict[str, str]:
+    """{class qualname: its published fact}, the first one of each class."""
+    found: dict[str, str] = {}
     for fact in repo.get(STATIC_FACTS, ()):
-        if fact.startswith(prefix):
-            data = json.loads(fact[len(prefix) :])
-            if "refused" in data:
-                return data["refused"]
-            return Inferred(data["features"], data["layer"], data["line"], data["display"])
-    return None
+        found.setdefault(fact.partition(" ")[0], fact)
+    return found
 
 
 def arrived(repo: Mapping[str, frozenset[str]], facts: Mapping[str, set[str]] | None) -> bool:

@@ -228,6 +228,16 @@ class PythonContext(FileContext):
             self._memo[key] = compute()
         return self._memo[key]  # type: ignore[return-value]
 
+    def shared(self, key: str, compute: Callable[[], T]) -> T:
+        """Per-file value that depends only on the tree and its scope table (not on options,
+        the intent or the repository's facts): computed once for every analysis of the file
+        that reads the same table (phase 1, the repository pass, the intent comparison, the
+        planner's facts). Read it, never change it."""
+        analyses = self.table.analyses
+        if key not in analyses:
+            analyses[key] = compute()
+        return analyses[key]  # type: ignore[return-value]
+
     # ---- positions ------------------------------------------------------------------
     def _char_col(self, line: int, byte_col: int) -> int:
         # ast columns are UTF-8 byte offsets; reports and edits use characters.

@@ -12,12 +12,12 @@ from migrate.checks._drop_route import fallback, report_under_drop, torchscript_
 from migrate.checks._edits import drop_statement, remove_decorator, replace, replace_with_arg
 from migrate.checks._flow import parent, reaching_value, scope_names
 from migrate.checks._parametrize import parametrized_values
+from migrate.checks._repo_wrappers import repository_index
 from migrate.checks._selfcompare import self_comparison
 from migrate.checks._testcode import in_test
 from migrate.checks.base import Edit, PythonCheck, PythonContext, Reference
 from migrate.checks.export.captures import HOLDS_MODULE, HOLDS_PROGRAM, capture_fix
 from migrate.checks.export.uses import result_uses
-from migrate.checks.mig121_repository_wrapper_call import _Reexports
 from migrate.findings import FixKind
 from migrate.scan.pyscope import Scope
 
@@ -517,19 +517,10 @@ def _defined_in_repo(repo: Mapping[str, frozenset[str]], qual: str) -> str | Non
     `__init__`, read by MIG121's re-export table)."""
     found = _defined_at(repo, qual)
     if found is None:
-        resolved = _reexports(repo).resolve(qual)
+        resolved = repository_index(repo).resolve(qual)
         if resolved != qual:
             found = _defined_at(repo, resolved)
     return found
-
-
-_REEXPORTS: list = [None, None]  # (repository facts, their re-export table): one per pass
-
-
-def _reexports(repo: Mapping[str, frozenset[str]]) -> _Reexports:
-    if _REEXPORTS[0] is not repo:
-        _REEXPORTS[:] = [repo, _Reexports(repo)]
-    return _REEXPORTS[1]
 
 
 def _defined_at(repo: Mapping[str, frozenset[str]], qual: str) -> str | None:

@@ -6,6 +6,7 @@ import ast
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 
+from migrate.analysis.names import per_repository
 from migrate.checks._compile_guard import IS_COMPILING, guarded_data_read
 from migrate.checks._fold import fold
 from migrate.checks.base import Edit, PythonCheck, PythonContext, Reference
@@ -137,7 +138,14 @@ class IsScriptingToFalse(PythonCheck):
     def blocker(self, name: str, ctx: PythonContext) -> str | None:
         here = ctx.memo("MIG110.facts", lambda: _file_facts(ctx))
         blockers = self.blockers
-        both = {key: {*ctx.repo_facts.get(key, ()), *here.get(key, ())} for key in blockers[name]}
+        repo = ctx.repo_facts
+        first = per_repository(repo, "MIG110 first places", lambda: _first_places(repo))
+        both = {
+            key: [
+                p for p in (first.get(key), min(here.get(key, ()), default=None)) if p is not None
+            ]
+            for key in blockers[name]
+        }
         return _blocker(name, both, blockers)
 
     @property
@@ -156,6 +164,14 @@ class IsScriptingToFalse(PythonCheck):
     def on_end(self, ctx: PythonContext) -> None:
         for key, places in ctx.memo("MIG110.facts", lambda: _file_facts(ctx)).items():
             ctx.facts.setdefault(key, set()).update(places)
+
+
+def _first_places(repo: Mapping[str, Iterable[str]]) -> dict[str, str]:
+    """The first place (in sorted order) under each blocker key of the repository's facts:
+    all a message names of them."""
+    keys = {key for names in PLANNED_BLOCKERS.values() for key in names}
+    keys |= {key for names in BLOCKERS.values() for key in names}
+    return {key: min(repo[key]) for key in keys if repo.get(key)}
 
 
 def _blocker(

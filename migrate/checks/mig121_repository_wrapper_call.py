@@ -15,18 +15,27 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import re
 from collections.abc import Callable, Mapping
 
 from migrate.checks._drop_route import eager_route
-from migrate.checks._repo_wrappers import RoundTrip, Wrapper, find_wrappers, round_trip
+from migrate.checks._repo_wrappers import (
+    CALLS,
+    REEXPORTS,
+    WRAPPERS,
+    RoundTrip,
+    Wrapper,
+    find_wrappers,
+    repository_wrappers,
+    round_trip,
+)
 from migrate.checks._wrapper_export import export_rewrites, result_saves
 from migrate.checks.base import Edit, GroupFix, PythonCheck, PythonContext
 from migrate.findings import Applicability, Fix, FixKind
+from migrate.scan.astwalk import walk_lines
+from migrate.scan.textsearch import WholeWords
 
-WRAPPERS = "MIG121.wrappers"  # encoded Wrapper of every wrapper a parsed file defines
-REEXPORTS = "MIG121.reexports"  # module.name=qualname of the module-level imports
-CALLS = "MIG121.calls"  # qualnames of the repository functions a parsed file calls
+__all__ = ["CALLS", "REEXPORTS", "WRAPPERS", "RepositoryWrapperCall", "hold_reason"]
+
 _ROLE_WORDS = {"capture": "a capture", "producer": "a producer", "consumer": "a consumer"}
 
 
@@ -42,34 +51,25 @@ class RepositoryWrapperCall(PythonCheck):
         remembered: set[str],
         module: Callable[[], str] = str,
     ) -> bool:
-        wrappers, index, words = self._repository(repo)
-        if not wrappers:
+        known = repository_wrappers(repo)
+        if not known.wrappers:
             return False
         if facts is not None:
-            own = set(facts.get(WRAPPERS, ()))
-            foreign = {q for q, w in wrappers.items() if w.encode() not in own}
-            if any(index.resolve(q) in foreign for q in facts.get(CALLS, ())):
-                return True
+            own = facts.get(WRAPPERS, ())
+            mine = known.mine(own)  # the others are foreign to this file
+            for qual in facts.get(CALLS, ()):
+                target = known.index.resolve(qual)
+                if target in known.wrappers and target not in mine:
+                    return True
             # A file defining wrappers: its definitions are reported once callers are known.
-            return bool(own) and bool(set(wrappers) - foreign - set(facts.get(CALLS, ())))
-        return any(words.search(line) for line in remembered if line.startswith("from"))
-
-    def _repository(self, repo: Mapping[str, frozenset[str]]):
-        """The repository's wrappers, re-export table and the words a file calling one of
-        them must spell in a `from` line: computed once per repository pass (rerun is asked
-        about every file)."""
-        cached = getattr(self, "_cached", None)
-        if cached is not None and cached[0] is repo:
-            return cached[1]
-        wrappers = _repo_wrappers(repo)
-        index = _Reexports(repo)
-        words = {w.name for w in wrappers.values()}
-        words |= {q.rsplit(".", 2)[-2] for q in wrappers if q.count(".") >= 1}
-        # The names a wrapper is re-exported as (`from .io import f as g`).
-        words |= {k.rpartition(".")[2] for k in index.table if index.resolve(k) in wrappers}
-        pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(words))) + r")\b")
-        self._cached = (repo, (wrappers, index, pattern))
-        return wrappers, index, pattern
+            return bool(own) and bool(mine - set(facts.get(CALLS, ())))
+        # A file the prefilter skipped: its `from` lines that name a wrapper or a module
+        # holding one (a word search first: most name none).
+        words = known.words
+        if words is None:
+            return False
+        lines = [line for line in remembered if line.startswith("from") and words.search(line)]
+        return bool(lines) and known.imported_by(module(), lines)
 
     def on_end(self, ctx: PythonContext) -> None:
         local = find_wrappers(ctx)
@@ -84,35 +84,26 @@ class RepositoryWrapperCall(PythonCheck):
         }
         if exports:
             ctx.facts[REEXPORTS] = exports
-        wrappers = _repo_wrappers(ctx.repo_facts)
-        for w in local.values():
-            wrappers[w.qual] = w
-        index = _Reexports(ctx.repo_facts)
+        known = repository_wrappers(ctx.repo_facts)
+        mine = {w.qual: w for w in local.values()}
+        index = known.index
         calls: set[str] = set()
         sites: list[tuple[ast.Call, Wrapper]] = []
-        for node in ast.walk(ctx.tree):
-            if not isinstance(node, ast.Call):
-                continue
-            func = node.func
-            qual = ctx.qualname(func)
-            if qual is None and isinstance(func, ast.Name) and func.id in local:
-                if ctx.table.binding(func.id, ctx.table.scope_for(func)) is None:
-                    qual = local[func.id].qual
-            if qual is None or qual.startswith("torch"):
-                continue
+        for node, qual in ctx.shared("MIG121.calls", lambda: _repository_calls(ctx, local)):
             calls.add(qual)
-            found = wrappers.get(index.resolve(qual))
+            target = index.resolve(qual)
+            found = mine.get(target) or known.wrappers.get(target)
             # A call that passes nothing the wrapper scripts, saves or loads (`main()` with
             # its default path) is no capture, producer or consumer.
             if found is not None and found.call_roles(node):
                 sites.append((node, found))
         if calls:
             ctx.facts[CALLS] = calls
-        called = {w.qual for _, w in sites} | _used_elsewhere(ctx.repo_facts, index)
+        called = {w.qual for _, w in sites}
         exported = self._export_group(ctx, local)
         for w in local.values():
             if not w.derived and w.qual not in exported:
-                self._definition(ctx, w, w.qual in called)
+                self._definition(ctx, w, w.qual in called or w.qual in known.used)
         for call, w in sorted(sites, key=lambda s: (s[0].lineno, s[0].col_offset)):
             self._call_site(ctx, call, w)
 
@@ -350,6 +341,44 @@ def _eager_fallback(ctx: PythonContext, members: list[tuple[str, ast.AST]]) -> d
     return {"drop_fallback": (message, Fix((), (), Applicability.UNSAFE, rides=rides))}
 
 
+def _repository_calls(ctx: PythonContext, local: dict[str, Wrapper]) -> list[tuple[ast.Call, str]]:
+    """Each call whose function may be one of the repository's, with its qualname (not a
+    torch one), in `ast.walk` order. A call is resolved only when its first name can
+    stand for something not torch's: a name some scope imports from elsewhere, a module-level
+    alias, a wrapper of this file; any other name is a local value, a builtin or a torch API
+    (resolving it would collect every function body's scope). Only the statements on lines
+    spelling such a name are walked."""
+    table = ctx.table
+    names: set[str] | None = None  # None: every name may (a star import hands on any)
+    lines: list[int] | None = None  # the lines spelling one of them (None: every line)
+    if not table.module_scope.star_modules:
+        names = set(table.module_scope.aliases) | set(local)
+        for scope in table.import_scopes():
+            names.update(
+                local_name
+                for local_name, qual in scope.imports.items()
+                if qual != "torch" and not qual.startswith("torch.")
+            )
+        lines = WholeWords(names).lines(ctx.text)
+    out = []
+    for node in walk_lines(ctx.tree, lines):
+        if type(node) is not ast.Call:
+            continue
+        func = node.func
+        base = func
+        while isinstance(base, ast.Attribute):
+            base = base.value
+        if not isinstance(base, ast.Name) or (names is not None and base.id not in names):
+            continue
+        qual = ctx.qualname(func)
+        if qual is None and isinstance(func, ast.Name) and func.id in local:
+            if table.binding(func.id, table.scope_for(func)) is None:
+                qual = local[func.id].qual
+        if qual is not None and not qual.startswith("torch"):
+            out.append((node, qual))
+    return out
+
+
 def hold_reason(w: Wrapper, intent: str | None, rewritable: bool, why: str) -> str:
     """Why the wrapper and its callers stay TorchScript, said once, at the wrapper."""
     if intent == "keep-scriptable":
@@ -376,67 +405,3 @@ def hold_reason(w: Wrapper, intent: str | None, rewritable: bool, why: str) -> s
         f"Not rewritten: {why}; rewrite it to export with example inputs "
         "(`torch.export.export(model, inputs)`) and every caller follows"
     )
-
-
-def _used_elsewhere(repo: Mapping[str, frozenset[str]], index: _Reexports) -> set[str]:
-    """What the other files call or import, resolved through the re-exports."""
-    found = {index.resolve(q) for q in repo.get(CALLS, ())}
-    return found | {index.resolve(q) for q in index.table.values()}
-
-
-def _repo_wrappers(repo: Mapping[str, frozenset[str]]) -> dict[str, Wrapper]:
-    out = {}
-    for text in repo.get(WRAPPERS, ()):
-        w = Wrapper.decode(text)
-        if w is not None:
-            out[w.qual] = w
-    return out
-
-
-class _Reexports:
-    """module.name -> what it stands for: parsed files' module-level imports, and the
-    `from` lines the prefilter's skipped files remembered."""
-
-    def __init__(self, repo: Mapping[str, frozenset[str]]) -> None:
-        self.table: dict[str, str] = {}
-        for item in repo.get(REEXPORTS, ()):
-            name, _, qual = item.partition("=")
-            self.table[name] = qual
-        for key, lines in repo.items():
-            if key.startswith("remembered:"):
-                module = key.split(":", 1)[1]
-                for line in lines:
-                    if line.startswith("from"):
-                        self._remembered(module, line)
-
-    def _remembered(self, module: str, line: str) -> None:
-        try:
-            node = ast.parse(" ".join(line.split())).body[0]
-        except (SyntaxError, ValueError, IndexError):
-            return
-        if not isinstance(node, ast.ImportFrom):
-            return
-        bases = [node.module or ""]
-        if node.level:  # a package's __init__ or a plain module: either may be meant
-            parts = module.split(".")
-            bases = []
-            for package in (parts, parts[:-1]):
-                cut = package[: len(package) - (node.level - 1)] if node.level > 1 else package
-                bases.append(".".join([*cut, node.module] if node.module else cut))
-        for alias in node.names:
-            for base in bases:
-                self.table.setdefault(
-                    f"{module}.{alias.asname or alias.name}", f"{base}.{alias.name}"
-                )
-
-    def resolve(self, qual: str) -> str:
-        for _ in range(8):
-            parts = qual.split(".")
-            for cut in range(len(parts), 0, -1):
-                head = ".".join(parts[:cut])
-                if head in self.table and self.table[head] != head:
-                    qual = ".".join([self.table[head], *parts[cut:]])
-                    break
-            else:
-                return qual
-        return qual

@@ -172,6 +172,14 @@ EvidenceOpt = Annotated[  # what `migrate record` saw (docs/evidence.md)
         help="What `migrate record` saw (default: .migrate/evidence.json in the scanned root).",
     ),
 ]
+CompareIntentsOpt = Annotated[
+    bool,
+    typer.Option(
+        "--compare-intents",
+        help="Without --intent: also count the fixes each intent would write (analyses the "
+        "TorchScript files again per intent).",
+    ),
+]
 NoCacheOpt = Annotated[
     bool,
     typer.Option(
@@ -214,6 +222,7 @@ def scan(
     ] = False,
     cuda: CudaOpt = None,
     intent: IntentOpt = None,
+    compare_intents: CompareIntentsOpt = False,
     jobs: JobsOpt = None,
     config_file: ConfigOpt = None,
     isolated: IsolatedOpt = False,
@@ -306,6 +315,7 @@ def apply(
     exclude: ExcludeOpt = None,
     cuda: CudaOpt = None,
     intent: IntentOpt = None,
+    compare_intents: CompareIntentsOpt = False,
     jobs: JobsOpt = None,
     config_file: ConfigOpt = None,
     isolated: IsolatedOpt = False,

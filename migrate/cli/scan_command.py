@@ -132,6 +132,7 @@ SHARED_FLAGS = (
     "no_cache",
     "evidence",
     "intent",
+    "compare_intents",
 )
 
 
@@ -154,6 +155,7 @@ def build_options(
     no_cache=False,
     evidence=None,
     intent=None,
+    compare_intents=False,
 ):
     from migrate.config import CUDA_TARGETS, INTENTS, resolve_config
     from migrate.registry import unknown_codes
@@ -189,6 +191,7 @@ def build_options(
         cache=not no_cache,
         max_file_size=config.max_file_size,
         evidence=_evidence_file(paths, evidence),
+        compare_intents=compare_intents,
     )
     return options, config
 
@@ -251,6 +254,7 @@ def run_scan(
     debug: bool = False,
     evidence: Path | None = None,
     intent: str | None = None,
+    compare_intents: bool = False,
 ) -> int:
     """`migrate scan`: write the report, answer the exit code."""
     from migrate.pipeline.scan import PlannedScanner

@@ -11,10 +11,11 @@ import functools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from migrate.analysis.parsed import ParsedFile, parsed_file
 from migrate.checks._flow import reaching_value
 from migrate.checks.base import LineIndex, PythonContext
 from migrate.scan.astwalk import children, walk_lines
-from migrate.scan.pyscope import Scope, ScopeTable
+from migrate.scan.pyscope import Scope, ScopeTable, shared_table
 from migrate.scan.textsearch import WholeWords
 
 
@@ -32,13 +33,20 @@ class SourceFile:
     # the capture search skips the file without parsing it.
     no_makers: bool = False
     no_sites: bool = False  # nor a call that can write or read an archive (may_hold_site)
+    # Dotted folder of a module outside any package (the scan's; its scope table is shared).
+    script_dir: str = ""
+
+    @functools.cached_property
+    def parsed_file(self) -> ParsedFile | None:
+        """The scan's parse of this text (migrate.analysis.parsed); None when given a tree."""
+        return parsed_file(self.display, self.text) if self.parsed is None else None
 
     @functools.cached_property
     def tree(self) -> ast.Module:
-        if self.parsed is not None:
-            return self.parsed
+        if self.parsed_file is None:
+            return self.parsed  # type: ignore[return-value]
         try:
-            return ast.parse(self.text)
+            return self.parsed_file.tree
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             # the scan reports it (an error record); here it just has no facts
             return ast.Module(body=[], type_ignores=[])
@@ -101,15 +109,7 @@ def calls_spelled(
     or with a name bound to one of `quals` (an import in any scope, a module-level alias):
     every call that can resolve to one of `quals` and is spelled that way. Only the
     statements on the lines that hold one of those words are walked."""
-    words = set(names)
-    for scope in table.import_scopes():
-        words.update(local for local, q in scope.imports.items() if table.canonical(q) in quals)
-    module_scope = table.module_scope
-    words.update(
-        name
-        for name, value in module_scope.aliases.items()
-        if table.qualname(value, module_scope) in quals
-    )
+    words = set(names) | table.spellings(quals)
     for node in walk_lines(tree, WholeWords(words).lines(text)):
         if isinstance(node, ast.Call):
             func = node.func
@@ -145,7 +145,14 @@ class FileIndex:
     @property
     def table(self) -> ScopeTable:
         if self._table is None:
-            self._table = ScopeTable(self.tree, self.module, self.is_package)
+            parsed = self.src.parsed_file
+            if parsed is not None and parsed.error is None:  # the table the scan built
+                table = shared_table(
+                    parsed, self.module, self.is_package, None, self.src.script_dir
+                )
+            else:
+                table = ScopeTable(self.tree, self.module, self.is_package)
+            self._table = table
         return self._table
 
     @property
@@ -246,23 +253,13 @@ class FileIndex:
     def lookup(self, name: str, scope: Scope) -> tuple[str, Scope | str | None]:
         """Where `name` read in `scope` is bound: ("import", qualname), ("local", scope that
         binds it) or ("free", None) for builtins and undefined names."""
-        current: Scope | None = scope
-        first = True
-        while current is not None:
-            if current.kind == "class" and not first:
-                current = current.parent
-                continue
-            first = False
-            if name in current.globals_ and current is not self.table.module_scope:
-                current = self.table.module_scope
-                continue
+        for current in self.table.scope_chain(name, scope):
             if name in current.imports:
                 if current.kind != "module" and name in current.locals:
                     return "local", current  # imported and rebound in a function: unclear
                 return "import", self.table.canonical(current.imports[name])
             if name in current.locals or name in current.aliases or name in current.defs:
                 return "local", current
-            current = current.parent
         return "free", None
 
     def single_value(self, scope: Scope, name: str) -> ast.expr | None:

@@ -66,7 +66,10 @@ def wrapper_sites(repo: Repo, make_site) -> list:
     """The producer and consumer Sites of the wrapper calls (see the module docstring);
     `make_site(repo, file, call, role, api, path)` builds one (artifacts._make)."""
     sites = []
-    for f, call, w in wrapper_calls(repo, find_wrappers_in(repo)):
+    # Only a wrapper that writes or reads an archive makes its calls sites: the others' calls
+    # are not searched (a wrapper named `trace` or `graph` is spelled in most files).
+    paths = {k: w for k, w in find_wrappers_in(repo).items() if w.producer or w.consumer}
+    for f, call, w in wrapper_calls(repo, paths):
         roles = w.call_roles(call)
         args = w.bound(call) or {}
         for role, spec in (("producer", w.producer), ("consumer", w.consumer)):

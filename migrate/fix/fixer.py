@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from migrate import gitsafe
+from migrate.analysis.parsed import tree_of
 from migrate.checks.base import Edit, LineIndex, source_lines
 from migrate.findings import Applicability, Finding, ImportSpec
 from migrate.plan.units import (  # noqa: F401 (WITH_UNSAFE, fixable: also imported from here)
@@ -317,7 +318,7 @@ def fix_imports(text: str, specs: list[str], python_file: bool = True) -> str:
     """Add the imports the new code needs and drop TorchScript imports it no longer uses."""
     if not python_file:
         return text
-    tree = ast.parse(text)
+    tree = tree_of(text)
     used = _used_names(tree)
     chains = _attribute_chains(tree)
     bound = _bound_imports(tree)
@@ -683,7 +684,7 @@ def validate(path: str, text: str) -> str | None:
     """None if `text` is well-formed for its file kind, else the reason."""
     if path.endswith((".py", ".pyi")):
         try:
-            ast.parse(text)
+            tree_of(text, path)
         except SyntaxError as exc:
             return f"line {exc.lineno}: {exc.msg}"
     elif path.endswith(".toml"):

@@ -19,9 +19,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from migrate.analysis.parsed import tree_of
 from migrate.config import ConfigError
 from migrate.fix.fixer import keep_endings, line_opcodes, relocate
 from migrate.fix.settled_branches import collapse_settled_branches
+from migrate.scan.astwalk import walk_lines
 
 if TYPE_CHECKING:
     from migrate.findings import Finding
@@ -73,7 +75,7 @@ def tidy(original: str, fixed: str, path: str) -> str:
         text = _wrap_long_lines(text, written | _long_before(before, text, limit), limit)
         text = _space_nested_functions(text, written)
         text = _collapse_blank_lines(before, text)
-        ast.parse(text)
+        tree_of(text)
     except (SyntaxError, ValueError, tokenize.TokenError, IndexError):
         return fixed
     return text.replace("\n", newline) if newline != "\n" else text
@@ -89,7 +91,7 @@ def _lf(text: str) -> str:
 def _names_used(tree: ast.Module) -> set[str]:
     """Names read anywhere, including inside string annotations and `__all__` (as ruff's F401
     reads them; a name in a docstring or a message does not count)."""
-    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    used = {n.id for n in walk_lines(tree, None) if isinstance(n, ast.Name)}
     for node in _annotation_strings(tree):
         used.update(re.findall(r"[A-Za-z_]\w*", node.value))
     return used
@@ -97,7 +99,7 @@ def _names_used(tree: ast.Module) -> set[str]:
 
 def _annotation_strings(tree: ast.Module) -> list[ast.Constant]:
     roots: list[ast.AST] = []
-    for node in ast.walk(tree):
+    for node in walk_lines(tree, None):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.returns:
             roots.append(node.returns)
         elif isinstance(node, ast.arg) and node.annotation:
@@ -142,8 +144,8 @@ def remove_unused_imports(original: str, fixed: str, init_file: bool = False) ->
 
     if init_file:
         return fixed
-    tree = ast.parse(fixed)
-    used_before = _names_used(ast.parse(original))
+    tree = tree_of(fixed)
+    used_before = _names_used(tree_of(original))
     used_after = _names_used(tree)
     doomed = [
         key
@@ -166,7 +168,7 @@ def _place_written_imports(text: str, original_lines: set[str]) -> str:
 
     lines = text.split("\n")
     moved = []
-    for stmt in _leading_imports(ast.parse(text)):
+    for stmt in _leading_imports(tree_of(text)):
         line = lines[stmt.lineno - 1]
         one_line = stmt.end_lineno == stmt.lineno and stmt.col_offset == 0
         if one_line and line not in original_lines and "#" not in line and ";" not in line:
@@ -263,7 +265,7 @@ def _leading_imports_end(text: str) -> int:
     """0-based index of the line after the module's leading import block (-1: none)."""
     from migrate.fix.fixer import _leading_imports
 
-    block = _leading_imports(ast.parse(text))
+    block = _leading_imports(tree_of(text))
     return block[-1].end_lineno if block else -1  # type: ignore[return-value]
 
 
@@ -285,13 +287,13 @@ def _blank_runs(lines: list[str]) -> list[tuple[int, int, str]]:
 
 
 def _statement_spans(tree: ast.Module) -> list[ast.stmt]:
-    return [n for n in ast.walk(tree) if isinstance(n, ast.stmt)]
+    return [n for n in walk_lines(tree, None) if isinstance(n, ast.stmt)]
 
 
 def _drop_redundant_parentheses(text: str, original_lines: set[str]) -> str:
     """`x = (a if c else b)` written by the tool loses the parentheses ruff format drops."""
     lines = text.split("\n")
-    tree = ast.parse(text)
+    tree = tree_of(text)
     for node in _statement_spans(tree):
         if not isinstance(node, (ast.Assign, ast.AnnAssign, ast.Return)):
             continue
@@ -323,7 +325,7 @@ def _join_wrapped_values(text: str, original_lines: set[str], limit: int) -> str
     """`x = (` / a value the tool shortened / `)` on one line when it fits, as ruff format
     writes it (`x = (\n    torch.jit.annotate(int, a + b) * 2\n)` -> `x = (a + b) * 2`)."""
     lines = text.split("\n")
-    tree = ast.parse(text)
+    tree = tree_of(text)
     for node in reversed(_statement_spans(tree)):
         if not isinstance(node, (ast.Assign, ast.AnnAssign, ast.Return)) or node.value is None:
             continue
@@ -354,9 +356,9 @@ def _space_nested_functions(text: str, original_lines: set[str]) -> str:
     """A function the tool wrote inside another gets the blank line before and after it
     that ruff format puts there (none where it opens or closes its block)."""
     lines = text.split("\n")
-    tree = ast.parse(text)
+    tree = tree_of(text)
     before: set[int] = set()  # 0-based line indexes that need a blank line above
-    for parent in ast.walk(tree):
+    for parent in walk_lines(tree, None):
         for field in ("body", "orelse", "finalbody"):
             block = getattr(parent, field, None)
             if not isinstance(block, list) or parent is tree:
@@ -397,7 +399,7 @@ def _wrap_long_lines(text: str, original_lines: set[str], limit: int) -> str:
     the contents on one indented line if they fit, else one item a line with a trailing
     comma (a magic trailing comma keeps formatters from joining it back)."""
     lines = text.split("\n")
-    tree = ast.parse(text)
+    tree = tree_of(text)
     single = {n.lineno for n in _statement_spans(tree) if n.lineno == n.end_lineno}
     compound = {
         n.lineno
@@ -431,7 +433,7 @@ def _keep_exploded_calls(original: str, text: str, limit: int) -> str:
     """A call the original wrote one argument a line, rewritten into one line, keeps that
     layout (its closing bracket pair, two or more items, each on its own line)."""
     old, new = original.split("\n"), text.split("\n")
-    old_tree, new_tree = ast.parse(original), ast.parse(text)
+    old_tree, new_tree = tree_of(original), tree_of(text)
     replaced: dict[int, list[str]] = {}
     for tag, i1, i2, j1, j2 in line_opcodes(old, new):
         if tag != "replace":
@@ -475,7 +477,7 @@ def _explode_around_multiline_items(text: str, original_lines: set[str]) -> str:
     one argument a line, the long argument re-indented whole (ruff format's layout)."""
     lines = text.split("\n")
     edits: dict[int, tuple[int, list[str]]] = {}
-    for stmt in _statement_spans(ast.parse(text)):
+    for stmt in _statement_spans(tree_of(text)):
         if not isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.Expr, ast.Return)):
             continue
         first = lines[stmt.lineno - 1]

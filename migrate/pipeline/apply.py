@@ -35,7 +35,7 @@ from migrate.plan.fixplan import attach_unlocks, finding_key, held_with_reverted
 from migrate.safe_write import UnsafeOutput, write_atomic
 from migrate.scan.cache import default_cache_folder, digest
 from migrate.scan.discover import Skipped, UsageError, read_checked
-from migrate.scan.engine import Scanner, ScanOptions
+from migrate.scan.engine import Scanner, ScanOptions, _rare_collections
 
 
 @dataclass
@@ -161,10 +161,13 @@ def run_apply(
         progress=progress,
         test_gate=test_gate,
     )
-    if dry_run:
-        return run()
-    with tree_locks(paths):
-        return run()
+    # The scan's trees stay alive while the fixes are written: the collector would walk them
+    # again and again as the fixer and tidy allocate, so its rare collections hold throughout.
+    with _rare_collections():
+        if dry_run:
+            return run()
+        with tree_locks(paths):
+            return run()
 
 
 def _run_apply(

@@ -23,6 +23,9 @@ class _Job(Protocol):
     @property
     def module(self) -> str: ...
 
+    @property
+    def script_dir(self) -> str: ...
+
     def read(self) -> bytes: ...  # discover.read_checked, with the scan's cap and tree
 
 
@@ -48,7 +51,14 @@ def build_scan_facts(jobs: Iterable[_Job], results: Mapping[str, _Hints]) -> obj
         hinted = seen is not None and seen.parsed  # the scan's hints, where it parsed
         no_makers, no_sites = (seen.no_makers, seen.no_sites) if hinted else (False, False)
         sources.append(
-            SourceFile(job.display, job.module, text, no_makers=no_makers, no_sites=no_sites)
+            SourceFile(
+                job.display,
+                job.module,
+                text,
+                no_makers=no_makers,
+                no_sites=no_sites,
+                script_dir=job.script_dir,
+            )
         )
     return build_facts(sources)
 

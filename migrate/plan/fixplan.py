@@ -481,10 +481,11 @@ INTENT_CHECKS = intent_sensitive_codes()
 def intent_unlocks(scanner, findings: list[Finding]) -> dict[str, int]:
     """Without an intent: how many fixes (safe + unsafe) each intent would write, against
     the `findings` planned per site. Planned again under each intent, from the same scan and
-    facts; only the files of INTENT_CHECKS' findings are analysed again."""
+    facts; only the files of INTENT_CHECKS' findings are analysed again (their trees are the
+    scan's: migrate.analysis.parsed)."""
     from migrate.plan.units import WITH_UNSAFE
 
-    if not any(f.rule[:4] in ("MIG1", "MIG2") for f in findings):
+    if not _torchscript(findings):
         return {}
     out = {}
     for intent in INTENTS:
@@ -496,15 +497,26 @@ def intent_unlocks(scanner, findings: list[Finding]) -> dict[str, int]:
 
 
 def attach_unlocks(scanner, result) -> None:
-    """Without an intent, `result.unlocks`: the fixes written per site ("none") and under
-    each intent, for the reports (None when nothing here is TorchScript)."""
+    """Without an intent and with TorchScript findings, `result.unlocks` for the reports:
+    with `--compare-intents` (`ScanOptions.compare_intents`), the fixes written per site
+    ("none") and under each intent; without it {} (the reports name the option). Comparing
+    analyses the files of INTENT_CHECKS' findings twice more and plans twice more, about
+    what a scan with an intent costs again for those files: asked for, not paid by every
+    scan."""
     from migrate.plan.units import WITH_UNSAFE
 
-    if scanner.options.intent is not None:
+    if scanner.options.intent is not None or not _torchscript(result.findings):
+        return
+    if not scanner.options.compare_intents:
+        result.unlocks = {}
         return
     counts = intent_unlocks(scanner, result.findings)
-    if counts:
-        result.unlocks = {"none": len(written_keys(result.findings, WITH_UNSAFE)), **counts}
+    result.unlocks = {"none": len(written_keys(result.findings, WITH_UNSAFE)), **counts}
+
+
+def _torchscript(findings: list[Finding]) -> bool:
+    """Findings an intent decides (capture and serialization rules)."""
+    return any(f.rule[:4] in ("MIG1", "MIG2") for f in findings)
 
 
 # --------------------------------------------------------------------------- rules

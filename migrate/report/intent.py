@@ -19,8 +19,10 @@ def shown(result: ScanResult) -> bool:
 
 
 def intent_line(result: ScanResult) -> str:
-    """`Intent: drop (...)`, or without one what each intent would write."""
+    """`Intent: drop (...)`, or without one what each intent would write (or how to ask)."""
     line = f"Intent: {MEANING[result.intent]}"
+    if result.intent is None and result.unlocks == {}:
+        return f"{line}; `--compare-intents` counts the fixes each intent would write."
     if result.intent is None and result.unlocks:
         now = result.unlocks.get("none", 0)
         parts = []
@@ -33,10 +35,10 @@ def intent_line(result: ScanResult) -> str:
 
 
 def intent_summary(result: ScanResult) -> dict:
-    """JSON `summary.intent` and SARIF run properties: the intent and, without one, the
-    fixes (safe + unsafe) each intent would write."""
+    """JSON `summary.intent` and SARIF run properties: the intent and, without one and with
+    `--compare-intents`, the fixes (safe + unsafe) each intent would write."""
     out: dict = {"intent": result.intent}
-    if result.unlocks is not None:
+    if result.unlocks:  # compared (`--compare-intents`)
         out["fixes_by_intent"] = dict(result.unlocks)
     return out
 

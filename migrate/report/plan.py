@@ -13,7 +13,7 @@ import posixpath
 import re
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date
 
 from migrate.findings import FileError, Finding, FixKind
@@ -161,6 +161,8 @@ def build_plan(root: str, options, progress: Callable[[int], None] | None = None
     """Scan `root` and dry-run apply on it (nothing is written)."""
     from migrate.pipeline.apply import run_apply
 
+    # The plan is where a team chooses its intent: without one it counts what each would fix.
+    options = replace(options, compare_intents=True)
     # The plan shows every automatic fix, unsafe ones too (each marked as such).
     result = run_apply([root], options, dry_run=True, unsafe_fixes=True, progress=progress)
     scan = result.scan

@@ -278,6 +278,12 @@ def import_root(path: str, module: str, is_package: bool) -> str | None:
 def module_file(root: str, qual: str) -> tuple[str, str, bool] | None:
     """The file under `root` that defines the longest module prefix of a dotted name:
     (path, module, is_package), or None."""
+    return next(module_files(root, qual), None)
+
+
+def module_files(root: str, qual: str) -> Iterator[tuple[str, str, bool]]:
+    """The files under `root` that define module prefixes of a dotted name, longest first
+    (`pkg/utils.py`, then `pkg/__init__.py`): (path, module, is_package)."""
     parts = qual.split(".")
     for cut in range(len(parts), 0, -1):
         base = os.path.join(root, *parts[:cut])
@@ -286,5 +292,5 @@ def module_file(root: str, qual: str) -> tuple[str, str, bool] | None:
             (os.path.join(base, "__init__.py"), True),
         ):
             if os.path.isfile(candidate):
-                return candidate, ".".join(parts[:cut]), package
-    return None
+                yield candidate, ".".join(parts[:cut]), package
+                break

@@ -16,12 +16,14 @@ import os
 import re
 import sys
 import tokenize
-import warnings
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from itertools import islice
 from pathlib import Path, PurePosixPath
 
+from migrate.analysis import parsed as parse_once
+from migrate.analysis.parsed import GC_THRESHOLDS, KEEP_BYTES, parsed_file
 from migrate.checks.base import (
     FileContext,
     PythonContext,
@@ -30,7 +32,7 @@ from migrate.checks.base import (
 )
 from migrate.findings import FileError, Finding, ScanResult
 from migrate.registry import Rule, all_rules, select_codes
-from migrate.scan.astwalk import DEEP_RECURSION, _recursion_limit
+from migrate.scan.astwalk import DEEP_RECURSION, _recursion_limit, walk_lines
 from migrate.scan.cache import ResultCache, default_cache_folder, digest, stat_key
 from migrate.scan.checkset import TORCHSCRIPT_WORDS, CheckSet  # noqa: F401 (also imported from here)
 from migrate.scan.discover import (
@@ -41,12 +43,12 @@ from migrate.scan.discover import (
     decode_source,
     discover,
     import_root,
-    module_file,
+    module_files,
     module_name,
     read_checked,
     read_source,
 )
-from migrate.scan.pyscope import ScopeTable
+from migrate.scan.pyscope import ScopeTable, shared_table
 from migrate.scan.walker import Walker
 
 # Searched in "\n" + text: a literal first character lets the regex engine skip ahead.
@@ -55,6 +57,13 @@ IMPORT_LINE = re.compile(r"[ \t]*(?:from[ \t]+[.\w]+[ \t]+import|import)[ \t]+[^
 WORD = re.compile(r"\w+")
 
 PARALLEL_THRESHOLD = 48  # below this many parsed files a process pool costs more than it saves
+# Source bytes a scan parses in its own process before a pool of two takes the rest (with n
+# workers, this over n - 1): as much as the scan keeps trees of (analysis.parsed.KEEP_BYTES).
+# A file a worker parsed is parsed again here when the planner's facts or the repository pass
+# read it, which is most files that hold TorchScript: on the development corpus (2,306 files,
+# 4 MB parsed) a pool after the first 1 MB cost 22% more CPU than one process, and at four
+# times that tree the facts alone took 3.4 s of a pooled run's 15 s (1.2 s in one process).
+POOL_AFTER_BYTES = KEEP_BYTES
 
 
 @dataclass
@@ -72,6 +81,9 @@ class ScanOptions:
     cache_dir: Path | None = None
     max_file_size: int = DEFAULT_MAX_FILE_SIZE  # [tool.migrate] max-file-size
     evidence: str | None = None  # a `migrate record` evidence file (issue 28)
+    # Without an intent: also count the fixes each intent would write (`--compare-intents`,
+    # plan.fixplan.attach_unlocks); it changes no finding.
+    compare_intents: bool = False
 
     def codes(self) -> list[str]:
         return select_codes(self.select, self.ignore)
@@ -134,9 +146,9 @@ def analyze_python(
     result = FileResult(display)
     with _recursion_limit(DEEP_RECURSION):
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # invalid escape sequences in user code
-                tree = ast.parse(text, filename=display)
+            # Parsed once per scan: a later stage asking for this text gets this tree.
+            parsed = parsed_file(display, text)
+            tree = parsed.tree
         except SyntaxError as exc:
             result.error = _syntax_error(exc)
             return result
@@ -147,7 +159,7 @@ def analyze_python(
             result.error = f"cannot parse: {exc}"
             return result
         try:
-            table = ScopeTable(tree, module, is_package, exports, script_dir, text=text)
+            table = shared_table(parsed, module, is_package, exports, script_dir)
             exported = table.module_exports()
             ctx = PythonContext(display, text, tree, table)
             ctx.repo_facts = repo_facts or {}
@@ -189,15 +201,14 @@ class _ExportTable:
 
 
 def _export_table(
-    text: str, checks: CheckSet, module: str, is_package: bool
+    path: str, text: str, checks: CheckSet, module: str, is_package: bool
 ) -> _ExportTable | None:
     """Only what a module re-exports (no checks run): for modules read but not reported."""
     try:
-        with warnings.catch_warnings(), _recursion_limit(DEEP_RECURSION):
-            warnings.simplefilter("ignore")
+        with _recursion_limit(DEEP_RECURSION):
             # Only module-level names can be re-exported, and only through module-level
             # imports: function bodies are neither walked nor followed.
-            table = ScopeTable(ast.parse(text), module, is_package, module_only=True)
+            table = shared_table(parsed_file(path, text), module, is_package, module_only=True)
     except (SyntaxError, ValueError, RecursionError):
         return None
     return _ExportTable(_reexportable(table.module_exports(), checks), table.repo_imports)
@@ -315,10 +326,8 @@ class _Job:
 _WORKER_STATE: dict[str, object] = {}
 
 
-# Parsing allocates millions of AST nodes that hold no reference cycles; under the default
-# thresholds the cycle collector kept walking every live tree, about a third of a scan of
-# real code. Collections stay on, just rarer.
-_SCAN_GC_THRESHOLDS = (100_000, 50, 100)
+# The collector's thresholds while a scan runs (migrate.analysis.parsed.GC_THRESHOLDS).
+_SCAN_GC_THRESHOLDS = GC_THRESHOLDS
 
 
 @contextmanager
@@ -339,6 +348,7 @@ def _pool_worker_init(
     hints: Callable | None = None,
 ) -> None:
     gc.set_threshold(*_SCAN_GC_THRESHOLDS)  # a worker process only ever scans
+    parse_once.keep_trees(False)  # each file of its batches is analysed here once
     _worker_init(codes, options, per_file_ignores, hints)
     _WORKER_STATE["repo_facts"] = repo_facts
 
@@ -544,39 +554,63 @@ class Scanner:
         return 1 if workers <= 1 or count < PARALLEL_THRESHOLD else workers
 
     def _execute(
-        self, work: list[tuple], repo_facts: dict[str, frozenset[str]] | None = None
+        self,
+        work: list[tuple],
+        repo_facts: dict[str, frozenset[str]] | None = None,
+        on_pool: Callable[[], None] | None = None,
     ) -> list[FileResult]:
         """Run the jobs here or in a process pool; `repo_facts`: what a RepoPass without
-        facts of its own reads (megabytes on a large tree: sent to each process once)."""
+        facts of its own reads (megabytes on a large tree: sent to each process once).
+        `on_pool` is called when the rest goes to the pool (this process then only waits)."""
         workers = self._workers(len(work))
-        if workers == 1:
-            _WORKER_STATE["repo_facts"] = repo_facts
-            results = []
-            for item in work:
-                results.append(_run_job(*item))
-                if self.progress:
-                    self.progress(1)
+        _WORKER_STATE["repo_facts"] = repo_facts
+        results: list[FileResult] = []
+        # The jobs start here; a pool takes the rest only once this process has parsed enough
+        # to show it pays: most files of a repository are never parsed, and on a tree that
+        # parses little the pool's start, and the later stages parsing again what its
+        # workers parsed (their trees stay there), cost more than it saves.
+        start = parse_once.parsed_bytes()
+        enough = POOL_AFTER_BYTES // max(workers - 1, 1)
+        for item in work:
+            if (
+                workers > 1
+                and parse_once.parsed_bytes() - start >= enough
+                and len(work) - len(results) >= PARALLEL_THRESHOLD
+            ):
+                break
+            results.append(_run_job(*item))
+            if self.progress:
+                self.progress(1)
+        else:
             return results
+        work = work[len(results) :]
+        if on_pool is not None:
+            on_pool()
         size = max(8, len(work) // (workers * 8))
         batches = [work[i : i + size] for i in range(0, len(work), size)]
-        results = []
         from concurrent.futures import ProcessPoolExecutor  # only a pool's scans pay for it
 
-        with ProcessPoolExecutor(
-            max_workers=workers,
-            initializer=_pool_worker_init,
-            initargs=(
-                self.codes,
-                self.check_options,
-                self.options.per_file_ignores,
-                repo_facts,
-                self.hints,
-            ),
-        ) as pool:
-            for batch_result in pool.map(_run_batch, batches):
-                results.extend(batch_result)
-                if self.progress:
-                    self.progress(len(batch_result))
+        # The workers are forked from this process, trees it kept included: frozen, those
+        # are never walked by a worker's collector (nor copied page by page as it marks them).
+        gc.freeze()
+        try:
+            with ProcessPoolExecutor(
+                max_workers=workers,
+                initializer=_pool_worker_init,
+                initargs=(
+                    self.codes,
+                    self.check_options,
+                    self.options.per_file_ignores,
+                    repo_facts,
+                    self.hints,
+                ),
+            ) as pool:
+                for batch_result in pool.map(_run_batch, batches):
+                    results.extend(batch_result)
+                    if self.progress:
+                        self.progress(len(batch_result))
+        finally:
+            gc.unfreeze()
         return results
 
     def scan(self, paths: Iterable[str | Path]) -> ScanResult:
@@ -584,6 +618,7 @@ class Scanner:
             return self._scan(list(paths))
 
     def _scan(self, paths: list[str | Path]) -> ScanResult:
+        parse_once.new_scan()
         # A missing path is an error record (exit 2); the other paths are still scanned.
         missing = [FileError(str(p), _unusable(p)) for p in paths if _unusable(p)]
         paths = [p for p in paths if not _unusable(p)]
@@ -716,9 +751,7 @@ class Scanner:
                 todo.append((job, self.exports or None, RepoPass(codes, None)))
         todo = [item for item in todo if not self._settled(item[0], item[2], facts, results)]
         rerun = {job.display: set(p.codes or ()) for job, _, p in todo}
-        if self._workers(len(todo)) > 1:
-            self.pool_pass_starts(results)
-        for new in self._execute(todo, facts):
+        for new in self._execute(todo, facts, on_pool=lambda: self.pool_pass_starts(results)):
             old = results[new.path]
             if new.error:  # phase 1 skipped or reported this file; keep its verdict
                 continue
@@ -752,17 +785,29 @@ class Scanner:
     ) -> list[dict[str, str]]:
         """Export tables of repository modules that scanned files import but that lie outside
         the scanned paths (pre-commit names single files): read, never reported, so that
-        `from .compat import script` resolves in a one-file scan as in a whole-repo scan."""
+        `from .compat import script` resolves in a one-file scan as in a whole-repo scan.
+
+        A file named on the command line asks only for the names it refers to (each import
+        and each attribute chain on an imported name): the modules on those names' re-export
+        chains are read, not every module its imports import in turn (a pre-commit run read
+        a tenth of the package). Other scanned files follow all their modules' imports, four
+        hops deep."""
         named = {os.path.abspath(p) for p in paths if not os.path.isdir(p)}
-        queue: list[tuple[str, str]] = []
+        # (root, qualified name, follow every import of its module: else only its chain)
+        queue: list[tuple[str, str, bool]] = []
         for job in jobs:
             r = results.get(job.display)
             if not job.python or r is None or r.error:
                 continue
-            if r.parsed:
-                quals = r.repo_imports
+            asked: set[str] | None = None
+            if named and os.path.abspath(job.path) in named and (r.parsed or r.import_words):
+                asked = _referenced(job)
+            if asked is not None:
+                quals, every = asked, False
+            elif r.parsed:
+                quals, every = r.repo_imports, True
             elif named and r.import_words and os.path.abspath(job.path) in named:
-                quals = _repo_imports_of(job)
+                quals, every = _repo_imports_of(job), True
             else:
                 continue
             # Where Python would look: the package's root, a script's own folder, and the
@@ -771,43 +816,74 @@ class Scanner:
             roots.add(os.path.dirname(os.path.abspath(job.path)))
             # Installed packages are not the repository's own modules: never follow into them.
             queue.extend(
-                (root, q) for root in roots if root and not _installed_root(root) for q in quals
+                (root, q, every)
+                for root in roots
+                if root and not _installed_root(root)
+                for q in quals
             )
         tables: list[dict[str, str]] = []
-        scanned: set[str] | None = None  # built only when a module file turns up
-        probed: set[tuple[str, str]] = set()
+        scanned: dict[str, FileResult | None] | None = None  # built when a module turns up
+        read: dict[str, _ExportTable | None] = {}
+        probed: set[tuple[str, str, bool]] = set()
         tops: dict[tuple[str, str], bool] = {}  # most imports are of other packages: 1 stat
-        for _ in range(4):  # hops: compat -> utils -> model
+        # Re-export chains are followed as deep as _close_exports follows them; a module's
+        # every import, four hops (compat -> utils -> model).
+        for hop in range(8):
             next_queue = []
-            for root, qual in queue:
+            for root, qual, every in queue:
+                if every and hop >= 4:
+                    continue
                 top = (root, qual.split(".")[0])
                 if top not in tops:
                     base = os.path.join(*top)
                     tops[top] = os.path.isfile(base + ".py") or os.path.isdir(base)
-                if not tops[top] or (root, qual) in probed:
+                if not tops[top] or (root, qual, every) in probed:
                     continue
-                probed.add((root, qual))
-                found = module_file(root, qual)
-                if found is None:
-                    continue
-                if scanned is None:
-                    scanned = {os.path.abspath(j.path) for j in jobs if j.python}
-                if found[0] in scanned:
-                    continue
-                path, module, package = found
-                scanned.add(path)
-                self._outside_read.append(path)
-                try:
-                    text = read_source(path, self.options.max_file_size, os.path.realpath(root))
-                except (OSError, Skipped, UnicodeDecodeError, SyntaxError, LookupError):
-                    continue
-                table = _export_table(text, self.checks, module, package)
-                if table is not None:
-                    tables.append(table.exports)
+                probed.add((root, qual, every))
+                # A package's __init__ can re-export a name too; all modules follow only the
+                # one that defines the longest prefix.
+                found = module_files(root, qual)
+                for path, module, package in islice(found, 1) if every else found:
+                    if scanned is None:
+                        scanned = {
+                            os.path.abspath(j.path): results.get(j.display)
+                            for j in jobs
+                            if j.python
+                        }
+                    if path in scanned:
+                        if every:
+                            continue
+                        mine = scanned[path]  # its exports are the scan's own
+                        exports = mine.exports if mine is not None else {}
+                    else:
+                        if path not in read:
+                            read[path] = self._read_exports(root, path, module, package)
+                            if read[path] is not None:
+                                tables.append(read[path].exports)  # type: ignore[union-attr]
+                        table = read[path]
+                        if table is None:
+                            continue
+                        exports = table.exports
+                        if every:
+                            here = import_root(path, module, package)
+                            next_queue.extend((here, q, True) for q in table.repo_imports if here)
+                            continue
                     here = import_root(path, module, package)
-                    next_queue.extend((here, q) for q in table.repo_imports if here)
+                    if here:
+                        next_queue.extend((here, q, False) for q in _chained(qual, exports))
             queue = next_queue
         return tables
+
+    def _read_exports(
+        self, root: str, path: str, module: str, package: bool
+    ) -> _ExportTable | None:
+        """A module outside the scanned paths: its export table (None when unreadable)."""
+        self._outside_read.append(path)
+        try:
+            text = read_source(path, self.options.max_file_size, os.path.realpath(root))
+        except (OSError, Skipped, UnicodeDecodeError, SyntaxError, LookupError):
+            return None
+        return _export_table(path, text, self.checks, module, package)
 
     def _resolve_reexports(
         self,
@@ -885,11 +961,48 @@ def _close_exports(
     return out
 
 
+def _chained(qual: str, exports: dict[str, str]) -> list[str]:
+    """Where a module's re-exports send `qual` (`pkg.utils.f` when `pkg.utils` binds `f`
+    from `pkg.core`: `pkg.core.f`), torch's names aside (their tables end the chain)."""
+    out = []
+    for key, value in exports.items():
+        if qual == key or qual.startswith(key + "."):
+            target = value + qual[len(key) :]
+            if not target.startswith("torch"):
+                out.append(target)
+    return out
+
+
+def _referenced(job: _Job) -> set[str] | None:
+    """The qualified names a file refers to through its imports: each import, each module
+    alias, each attribute chain on an imported name (`utils.foo.bar`), as the file spells
+    them before any re-export is followed. None when a star import can bind any name (then
+    every import is followed) or the file cannot be read."""
+    try:
+        parsed = parsed_file(job.display, decode_source(job.read()))
+        table = shared_table(parsed, job.module, job.is_package, None, job.script_dir)
+        if table.module_scope.star_modules:
+            return None
+        found = set(table.repo_imports)
+        for node in walk_lines(parsed.tree, None):
+            if type(node) is ast.Attribute:
+                qual = table.qualname(node)
+                if qual and qual.split(".")[0] not in ("torch", "executorch"):
+                    found.add(qual)
+                    if table.script_dir:  # run as a script: its folder is on sys.path
+                        found.add(f"{table.script_dir}.{qual}")
+    except (OSError, Skipped, UnicodeDecodeError, SyntaxError, LookupError, ValueError):
+        return None
+    except RecursionError:
+        return None
+    return found
+
+
 def _repo_imports_of(job: _Job) -> set[str]:
     """Modules of the repository a file imports (for a named file the pre-filter skipped)."""
     try:
-        tree = ast.parse(decode_source(job.read()))
-        return ScopeTable(tree, job.module, job.is_package, None, job.script_dir).repo_imports
+        parsed = parsed_file(job.display, decode_source(job.read()))
+        return shared_table(parsed, job.module, job.is_package, None, job.script_dir).repo_imports
     except (OSError, Skipped, UnicodeDecodeError, SyntaxError, LookupError, ValueError):
         return set()
     except RecursionError:  # too deep to parse or to walk: the scan reported it

@@ -13,6 +13,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
+from migrate.analysis.parsed import ParsedFile
 from migrate.scan.astwalk import children, lines_matching
 
 # A binding is the qualified name an identifier stands for, or None for "a local value".
@@ -77,6 +78,9 @@ class ScopeTable:
         self.scopes: _Scopes = _Scopes(self)
         self.scope_of_node: dict[int, Scope] = {}
         self.repo_imports: set[str] = set()  # qualnames imported from non-torch modules
+        # What the checks and the facts derive from this tree under these names, kept for
+        # every analysis that reads this table (PythonContext.shared).
+        self.analyses: dict[str, object] = {}
         # Function bodies collected only when something asks about them (see _defer); not
         # with a "\r" line break, which the parser counts as a line (lines_matching: None).
         self._import_lines = lines_matching(text, _IMPORT) if text is not None else None
@@ -318,19 +322,27 @@ class ScopeTable:
             scope = self.scope_of_node.get(id(node))
         return scope if scope is not None else self.module_scope
 
-    def binding(self, name: str, scope: Scope, _depth: int = 0) -> Binding:
+    def scope_chain(self, name: str, scope: Scope) -> Iterator[Scope]:
+        """The scopes a read of `name` in `scope` looks in, innermost first: a class body
+        only where the read is (it is not visible from the functions nested in it), and a
+        `global` declaration goes straight to the module's scope (at module level it changes
+        nothing). Every lookup of a name walks this one chain (binding, and the facts' own
+        `FileIndex.lookup`)."""
         current: Scope | None = scope
         first = True
         while current is not None:
-            # Class bodies are not visible from the functions nested in them.
             if current.kind == "class" and not first:
                 current = current.parent
                 continue
             first = False
-            if name in current.globals_:
+            if name in current.globals_ and current is not self.module_scope:
                 current = self.module_scope
-                first = True
                 continue
+            yield current
+            current = current.parent
+
+    def binding(self, name: str, scope: Scope, _depth: int = 0) -> Binding:
+        for current in self.scope_chain(name, scope):
             if name in current.imports:
                 if current.kind == "module" or name not in current.locals:
                     # At module level an import beats a fallback def (try/except ImportError).
@@ -340,7 +352,6 @@ class ScopeTable:
                 return self.qualname(current.aliases[name], current, _depth + 1)
             if name in current.locals:
                 return None
-            current = current.parent
         return self._from_star_import(name)
 
     def _from_star_import(self, name: str) -> Binding:
@@ -390,6 +401,23 @@ class ScopeTable:
                 return qual
         return qual
 
+    def spellings(self, quals: frozenset[str]) -> set[str]:
+        """The names a reference to one of `quals` can be spelled with in this module: their
+        last part (`script`, also a method `.save`), a name an import in any scope or a
+        module-level alias binds to one of them, a re-exported name that resolves to one. A
+        line spelling none of them holds no such reference."""
+        words = {q.rpartition(".")[2] for q in quals}
+        for scope in self.import_scopes():
+            words.update(local for local, q in scope.imports.items() if self.canonical(q) in quals)
+        module_scope = self.module_scope
+        words.update(
+            name
+            for name, value in module_scope.aliases.items()
+            if self.qualname(value, module_scope) in quals
+        )
+        words.update(key.rpartition(".")[2] for key in self.exports if self.canonical(key) in quals)
+        return words
+
     def module_exports(self) -> dict[str, str]:
         """Module-level names of this module that stand for torch APIs: {module.name: qual}."""
         out = {}
@@ -399,6 +427,32 @@ class ScopeTable:
             if qual and (qual.startswith("torch") or qual.split(".")[0] in _repo_roots(self)):
                 out[f"{self.module}.{name}" if self.module else name] = qual
         return out
+
+
+def shared_table(
+    file: ParsedFile,
+    module: str = "",
+    is_package: bool = False,
+    exports: Mapping[str, str] | None = None,
+    script_dir: str = "",
+    module_only: bool = False,
+) -> ScopeTable:
+    """The file's scope table for these arguments, built once per scan: the checks' walk,
+    the repository pass and the planner's facts read the same table of the same tree
+    (migrate.analysis.parsed). Raises what parsing the file raised."""
+    key = (
+        "scopes",
+        module,
+        is_package,
+        frozenset(exports.items()) if exports else None,
+        script_dir,
+        module_only,
+    )
+    text = None if module_only else file.text
+    return file.derived(
+        key,
+        lambda tree: ScopeTable(tree, module, is_package, exports, script_dir, module_only, text),
+    )
 
 
 _SPECIAL = {

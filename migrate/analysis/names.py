@@ -1,0 +1,138 @@
+"""The repository's import index, and structures built once per repository.
+
+After phase 1 a scan merges what every file told the others (the checks' `ctx.facts`) into
+one mapping, the repository facts, and analyses some files again with it. Anything derived
+from that mapping (the table of re-exports, the decoded wrappers) is the same for every file:
+`per_repository` builds it on the first ask and hands it out until the facts change, so the
+repository pass costs the files it analyses, not files times facts.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import keyword
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from typing import TypeVar
+
+T = TypeVar("T")
+
+_BUILT: dict[str, tuple[object, object]] = {}
+builds: Counter[str] = Counter()  # how often each structure was built (the tests read it)
+
+
+def per_repository(repo: Mapping[str, frozenset[str]], name: str, build: Callable[[], T]) -> T:
+    """`build()`, computed once for these repository facts (the same mapping object): the
+    last one built under `name` is kept while the repository pass asks with the same facts."""
+    held = _BUILT.get(name)
+    if held is None or held[0] is not repo:
+        builds[name] += 1
+        held = _BUILT[name] = (repo, build())
+    return held[1]  # type: ignore[return-value]
+
+
+class ImportIndex:
+    """module.name -> the qualified name it stands for, over the repository: the parsed
+    files' module-level imports (`reexports`, "module.name=qualname" entries) and the
+    `from` lines the prefilter's skipped files remembered (`remembered`: module -> lines)."""
+
+    def __init__(
+        self, reexports: Iterable[str], remembered: Iterable[tuple[str, Iterable[str]]]
+    ) -> None:
+        self.table: dict[str, str] = {}
+        self._resolved: dict[str, str] = {}
+        for item in reexports:
+            name, _, qual = item.partition("=")
+            self.table[name] = qual
+        for module, lines in remembered:
+            for line in lines:
+                if line.startswith("from"):
+                    self._remembered(module, line)
+
+    def _remembered(self, module: str, line: str) -> None:
+        for local, qual in self.imported(module, line):
+            self.table.setdefault(f"{module}.{local}", qual)
+
+    @staticmethod
+    def imported(module: str, line: str) -> list[tuple[str, str]]:
+        """(the name bound, what it stands for) of each name a `from` line of `module`
+        imports; a relative import, for a package's __init__ and for a plain module (either
+        may be meant)."""
+        node = _from_line(" ".join(line.split()))
+        if node is None:
+            return []
+        bases = [node.module or ""]
+        if node.level:
+            parts = module.split(".")
+            bases = []
+            for package in (parts, parts[:-1]):
+                cut = package[: len(package) - (node.level - 1)] if node.level > 1 else package
+                bases.append(".".join([*cut, node.module] if node.module else cut))
+        return [
+            (alias.asname or alias.name, f"{base}.{alias.name}")
+            for alias in node.names
+            for base in bases
+        ]
+
+    def resolve(self, qual: str) -> str:
+        """What `qual` stands for, following re-exports (at most 8 hops)."""
+        if not self.table:
+            return qual
+        found = self._resolved.get(qual)
+        if found is None:
+            found = self._resolved[qual] = self._follow(qual)
+        return found
+
+    def _follow(self, qual: str) -> str:
+        for _ in range(8):
+            parts = qual.split(".")
+            for cut in range(len(parts), 0, -1):
+                head = ".".join(parts[:cut])
+                if head in self.table and self.table[head] != head:
+                    qual = ".".join([self.table[head], *parts[cut:]])
+                    break
+            else:
+                return qual
+        return qual
+
+
+_PLAIN_FROM = re.compile(r"from (\.*)([\w.]*) import ([\w, ]+)")
+
+
+@functools.lru_cache(maxsize=16384)
+def _from_line(line: str) -> ast.ImportFrom | None:
+    """One remembered `from` line's node (its spaces already collapsed to one); the same line
+    in many files is read once (the node is only read, never changed). The plain form
+    (`from pkg.mod import a, b as c`) is read without the parser, as it would read it."""
+    plain = _PLAIN_FROM.fullmatch(line)
+    if plain is not None:
+        dots, module, names = plain.groups()
+        aliases = []
+        for item in names.split(","):
+            words = item.split()
+            if len(words) == 3 and words[1] == "as":
+                name, asname = words[0], words[2]
+            elif len(words) == 1:
+                name, asname = words[0], None
+            else:
+                return _parsed_from_line(line)
+            if not all(_identifier(w) for w in (name, asname) if w is not None):
+                return _parsed_from_line(line)
+            aliases.append(ast.alias(name=name, asname=asname))
+        if (module or dots) and all(_identifier(p) for p in module.split(".") if module):
+            return ast.ImportFrom(module=module or None, names=aliases, level=len(dots))
+    return _parsed_from_line(line)
+
+
+def _identifier(word: str) -> bool:
+    return word.isidentifier() and not keyword.iskeyword(word)
+
+
+def _parsed_from_line(line: str) -> ast.ImportFrom | None:
+    try:
+        node = ast.parse(line).body[0]
+    except (SyntaxError, ValueError, IndexError):
+        return None
+    return node if isinstance(node, ast.ImportFrom) else None

@@ -1,0 +1,163 @@
+"""Each file parsed once per scan.
+
+A scan looks at some files more than once: the checks' walk, the repository pass (checks that
+need other files' facts analyse a file again), the intent comparison of a report without an
+intent, and the planner's facts. Each stage asks here for the file (`parsed_file`): its text
+is parsed the first time, and the same tree, with the structures built on it (its scope
+table: `ParsedFile.derived`), is handed out afterwards while the text is unchanged. No stage
+changes a tree.
+
+What is kept lives until the next scan starts (`new_scan`), up to a budget of source bytes
+(the trees take about thirty times that): past it a file is parsed and not kept, so a scan of
+a very large tree parses some files again instead of holding gigabytes. A pool worker keeps
+nothing (`keep_trees(False)`): each file of its batch is analysed there once. The last few
+texts parsed are kept apart from the files (`tree_of`): apply checks, tidies and analyses each
+version of a file it writes.
+
+`parse_counts()` says how often each file was parsed since the scan started: the tests that
+guard against re-parsing read it.
+"""
+
+from __future__ import annotations
+
+import ast
+import threading
+import warnings
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Hashable
+from typing import TypeVar
+
+T = TypeVar("T")
+
+# Source bytes whose trees a scan keeps (a 17 MB package's trees take about 530 MB).
+KEEP_BYTES = 16_000_000
+# Parsing allocates millions of AST nodes that hold no reference cycles, and a scan keeps many
+# of them alive; under the default thresholds the cycle collector kept walking every live
+# tree (a third of a scan of real code, and after the scan every collection the report or the
+# fixer set off walked them again). Collections stay on, just rarer.
+GC_THRESHOLDS = (100_000, 50, 100)
+
+
+class ParsedFile:
+    """One file's text, its tree (or why it has none) and what was built on that tree."""
+
+    __slots__ = ("display", "text", "_tree", "error", "_derived")
+
+    def __init__(self, display: str, text: str) -> None:
+        self.display = display
+        self.text = text
+        self._tree, self.error = _parse(text, display)
+        self._derived: dict[Hashable, object] = {}
+
+    @property
+    def tree(self) -> ast.Module:
+        """The tree; raises what `ast.parse` raised (SyntaxError, ValueError for a NUL byte,
+        RecursionError), on every ask."""
+        if self.error is not None:
+            raise self.error.with_traceback(None)
+        return self._tree  # type: ignore[return-value]
+
+    def derived(self, key: Hashable, build: Callable[[ast.Module], T]) -> T:
+        """`build(tree)`, once per `key`: its scope table, say, shared by the stages that ask
+        with the same key (the same module name, re-export table...)."""
+        if key not in self._derived:
+            self._derived[key] = build(self.tree)
+        return self._derived[key]  # type: ignore[return-value]
+
+
+_files: dict[str, ParsedFile] = {}
+_state = {"kept": 0, "keep": True, "parsed": 0}
+_parses: Counter[str] = Counter()
+# The last texts parsed, whatever asked: `migrate apply` checks, tidies and analyses each
+# version of a file it writes (fixer, tidy, the next round), one parse for all of them.
+_RECENT = 32
+_recent: OrderedDict[
+    str, tuple[ast.Module | None, SyntaxError | ValueError | RecursionError | None]
+]
+_recent = OrderedDict()
+_recent_lock = threading.Lock()
+
+
+def _parse(
+    text: str, display: str
+) -> tuple[ast.Module | None, SyntaxError | ValueError | RecursionError | None]:
+    """(tree, None) or (None, why not): parsed now unless it is one of the last texts."""
+    with _recent_lock:  # the planner's facts may be built on a thread meanwhile
+        found = _recent.get(text)
+        if found is not None:
+            _recent.move_to_end(text)
+            return found
+    _parses[display] += 1
+    _state["parsed"] += len(text)
+    tree: ast.Module | None = None
+    error: SyntaxError | ValueError | RecursionError | None = None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # invalid escape sequences in user code
+            tree = ast.parse(text, filename=display)
+    except (SyntaxError, ValueError, RecursionError) as exc:
+        error = exc
+    with _recent_lock:
+        _recent[text] = (tree, error)
+        if len(_recent) > _RECENT:
+            _recent.popitem(last=False)
+    return tree, error
+
+
+def new_scan() -> None:
+    """Forget the last scan's files and counts (a scan starts)."""
+    _files.clear()
+    _recent.clear()
+    _parses.clear()
+    _state["kept"] = 0
+
+
+def keep_trees(keep: bool) -> None:
+    """Whether this process keeps trees for later stages (a pool worker does not)."""
+    _state["keep"] = keep
+    if not keep:
+        new_scan()
+
+
+def parsed_bytes() -> int:
+    """The characters this process has parsed (it never decreases)."""
+    return _state["parsed"]
+
+
+def parse_counts() -> Counter[str]:
+    """{display: how many times its text was parsed since the scan started}."""
+    return Counter(_parses)
+
+
+def parsed_file(display: str, text: str) -> ParsedFile:
+    """The file shown as `display` with this text: parsed now unless this scan kept it."""
+    found = _files.get(display)
+    if found is not None and (found.text is text or found.text == text):
+        return found
+    found = ParsedFile(display, text)
+    if _state["keep"]:
+        old = _files.pop(display, None)
+        if old is not None:
+            _state["kept"] -= len(old.text)
+        if _state["kept"] + len(text) <= KEEP_BYTES:
+            _files[display] = found
+            _state["kept"] += len(text)
+    return found
+
+
+def parse(display: str, text: str) -> ast.Module:
+    """parsed_file(display, text).tree."""
+    return parsed_file(display, text).tree
+
+
+def tree_of(text: str, display: str = "<unknown>") -> ast.Module:
+    """The tree of a text that may be no file's as the scan read it (a version of a file that
+    `migrate apply` is writing): the scan's tree when it is that file's text, else parsed now
+    and kept among the last few. Raises what `ast.parse` raises."""
+    found = _files.get(display)
+    if found is not None and (found.text is text or found.text == text):
+        return found.tree
+    tree, error = _parse(text, display)
+    if error is not None:
+        raise error.with_traceback(None)
+    return tree  # type: ignore[return-value]
