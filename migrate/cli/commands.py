@@ -150,8 +150,9 @@ JobsOpt = Annotated[
         "--jobs",
         "-j",
         metavar="N",
-        help="Worker processes. Default (and 0): one per CPU; none (this process) for "
-        "under 48 files to parse.",
+        help="Worker processes. Default (and 0): one per CPU. The scan starts in this process "
+        "and hands the rest to the pool only after 16 MB of parsed source (over N-1), so "
+        "most repositories scan in one process; 1: never a pool.",
     ),
 ]
 ConfigOpt = Annotated[
