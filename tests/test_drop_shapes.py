@@ -334,3 +334,68 @@ def test_annotate_keeps_the_type_on_the_name_and_drops_self_assignments(tmp_path
     ).values()
     assert '    cache: Dict[str, Optional[Tensor]] = {\n        "h": h,\n    }\n' in ops
     assert "finals[i] =" not in ops and "torch.jit" not in ops
+
+
+def test_traces_export_cannot_take_are_skipped_and_the_others_export(tmp_path):
+    """A trace of a module's function, or of an example whose later calls change the number
+    of dimensions or a size-1 axis, cannot become an export: the tests comparing them are
+    skipped. An example whose later calls differ in other sizes exports with Dim.AUTO."""
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/utils.py": """\
+            import torch
+
+
+            def shape_of(x):
+                return torch.tensor(x.shape)
+            """,
+        "tests/test_traces.py": """\
+            import torch
+            from torch.testing import assert_close
+
+            from pkg import utils
+
+
+            def test_function():
+                traced = torch.jit.trace(utils.shape_of, torch.tensor([1]))
+                x = torch.zeros(2, 3)
+                assert torch.equal(traced(x), utils.shape_of(x))
+
+
+            def test_rank():
+                c = 4
+                model = torch.nn.LayerNorm(c)
+                traced = torch.jit.trace(model, torch.randn(1, c))
+                y = torch.randn(3, 2, c)
+                assert_close(traced(y), model(y))
+
+
+            def test_size_one():
+                c = 4
+                model = torch.nn.LayerNorm(c)
+                x = torch.randn(1, 5, c)
+                traced = torch.jit.trace(model, x)
+                y = torch.randn(3, 5, c)
+                assert_close(traced(y), model(y))
+
+
+            def test_other_sizes():
+                c = 4
+                model = torch.nn.LayerNorm(c)
+                x = torch.randn(2, 5, c)
+                traced = torch.jit.trace(model, x)
+                y = torch.randn(3, 7, c)
+                assert_close(traced(y), model(y))
+            """,
+    }
+    test = _applied(tmp_path, files)["tests/test_traces.py"]
+    tree = ast.parse(test)
+    skipped = {
+        f.name
+        for f in tree.body
+        if isinstance(f, ast.FunctionDef) and any("skip" in ast.unparse(d) for d in f.decorator_list)
+    }
+    assert skipped == {"test_function", "test_rank", "test_size_one"}
+    (other,) = [f for f in tree.body if getattr(f, "name", "") == "test_other_sizes"]
+    assert "torch.export.export(" in ast.unparse(other) and "Dim.AUTO" in ast.unparse(other)
+    assert test.count("torch.export.export(") == 1

@@ -33,7 +33,21 @@ def not_a_module(ctx: PythonContext, expr: ast.expr, scope: Scope) -> str | None
             return f"the class `{expr.id}` (not an instance)"
     if isinstance(expr, ast.Attribute) and expr.attr == "forward":
         return "a bound method"
+    if _module_function(ctx, expr, scope):
+        return f"the function `{ctx.source(expr)}`"
     return None
+
+
+def _module_function(ctx: PythonContext, expr: ast.expr, scope: Scope) -> bool:
+    """`utils.pad` where `utils` is an imported module: a lowercase name read off a module is
+    a function (an nn.Module instance kept at module level and traced from another file is
+    rare, and the eager route drop takes for it still runs)."""
+    if not (isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name)):
+        return False
+    if not expr.attr.islower() or not expr.value.id.islower():
+        return False
+    imported = ctx.table.binding(expr.value.id, scope)
+    return imported is not None and imported.rpartition(".")[2].islower()
 
 
 def _trace_common(ctx, call, scope, fix, params) -> dict[str, ast.expr] | None:

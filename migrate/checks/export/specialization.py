@@ -106,10 +106,23 @@ def differing_call(
             return f"the call on line {other.lineno} differs in keywords ({names})"
         for mine, theirs in zip(seen.args, example.args, strict=True):
             a, b = _shape(ctx, mine), _shape(ctx, theirs)
-            if a is not None and b is not None and a != b:
+            if a is None or b is None or a == b:
+                continue
+            if None not in a and None not in b:
                 return (
                     f"the call on line {other.lineno} passes shape {a}, the example {b} "
                     "(export specializes to the example's shapes)"
+                )
+            if len(a) != len(b):
+                return (
+                    f"the call on line {other.lineno} passes a {len(a)}-dimensional input, "
+                    f"the example a {len(b)}-dimensional one (an exported program keeps the "
+                    "example's number of dimensions)"
+                )
+            if any(t == 1 and m not in (None, 1) for m, t in zip(a, b, strict=True)):
+                return (
+                    f"the call on line {other.lineno} passes a size other than 1 where the "
+                    "example's axis has size 1 (export specializes axes of size 1)"
                 )
     return None
 
@@ -152,8 +165,9 @@ def shapes_followed(
     return f"{export[:-1]}, dynamic_shapes={spec})"
 
 
-def _shape(ctx: PythonContext, expr: ast.expr) -> tuple[int, ...] | None:
-    """The literal shape of a tensor made by `torch.randn(2, 3)` and the like."""
+def _shape(ctx: PythonContext, expr: ast.expr) -> tuple[int | None, ...] | None:
+    """The shape of a tensor made by `torch.randn(2, c, 3)` and the like: its sizes, None
+    where one is not a literal."""
     origin = value_origin(ctx, expr) if isinstance(expr, ast.Name) else expr
     if not isinstance(origin, ast.Call) or ctx.qualname(origin.func) not in _SHAPED_FACTORIES:
         return None
@@ -164,9 +178,12 @@ def _shape(ctx: PythonContext, expr: ast.expr) -> tuple[int, ...] | None:
         sizes = origin.args[:1]
     if len(sizes) == 1 and isinstance(sizes[0], (ast.Tuple, ast.List)):
         sizes = sizes[0].elts
-    if not sizes or not all(isinstance(s, ast.Constant) and type(s.value) is int for s in sizes):
+    if not sizes or any(isinstance(s, ast.Starred) for s in sizes):
         return None
-    return tuple(s.value for s in sizes)  # type: ignore[union-attr]
+    return tuple(
+        s.value if isinstance(s, ast.Constant) and type(s.value) is int else None
+        for s in sizes
+    )
 
 
 def export_limit(ctx: PythonContext, module: ast.expr | None, scope: Scope) -> str | None:
