@@ -11,9 +11,9 @@ from __future__ import annotations
 import ast
 from bisect import bisect_right
 
+from migrate.analysis.astwalk import children
+from migrate.analysis.pyscope import Scope
 from migrate.checks.base import PythonContext
-from migrate.scan.astwalk import children
-from migrate.scan.pyscope import Scope
 
 # Calls whose result is a TorchScript module (or, after the rewrite, an exported program).
 CAPTURE_CALLS = frozenset(

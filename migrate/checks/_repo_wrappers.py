@@ -21,8 +21,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from migrate.analysis.names import ImportIndex, per_repository
+from migrate.analysis.textsearch import WholeWords
 from migrate.checks.base import PythonContext
-from migrate.scan.textsearch import WholeWords
 
 # What a parsed file tells the repository pass (`ctx.facts`, merged over the repository).
 WRAPPERS = "MIG121.wrappers"  # encoded Wrapper of every wrapper a parsed file defines

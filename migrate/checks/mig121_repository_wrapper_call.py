@@ -17,6 +17,8 @@ import ast
 import dataclasses
 from collections.abc import Callable, Mapping
 
+from migrate.analysis.astwalk import walk_lines
+from migrate.analysis.textsearch import WholeWords
 from migrate.checks._drop_route import eager_route
 from migrate.checks._repo_wrappers import (
     CALLS,
@@ -31,8 +33,6 @@ from migrate.checks._repo_wrappers import (
 from migrate.checks._wrapper_export import export_rewrites, result_saves
 from migrate.checks.base import Edit, GroupFix, PythonCheck, PythonContext
 from migrate.findings import Applicability, Fix, FixKind
-from migrate.scan.astwalk import walk_lines
-from migrate.scan.textsearch import WholeWords
 
 __all__ = ["CALLS", "REEXPORTS", "WRAPPERS", "RepositoryWrapperCall", "hold_reason"]
 

@@ -11,12 +11,12 @@ import functools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from migrate.analysis.astwalk import children, walk_lines
 from migrate.analysis.parsed import ParsedFile, parsed_file
+from migrate.analysis.pyscope import Scope, ScopeTable, shared_table
+from migrate.analysis.textsearch import WholeWords
 from migrate.checks._flow import reaching_value
 from migrate.checks.base import LineIndex, PythonContext
-from migrate.scan.astwalk import children, walk_lines
-from migrate.scan.pyscope import Scope, ScopeTable, shared_table
-from migrate.scan.textsearch import WholeWords
 
 
 @dataclass(frozen=True)

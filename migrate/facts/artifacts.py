@@ -30,6 +30,8 @@ import sys
 from collections.abc import Collection
 from dataclasses import dataclass, replace
 
+from migrate.analysis.pyscope import Scope, ScopeTable
+from migrate.analysis.textsearch import WholeWords
 from migrate.facts._repo import (
     FileIndex,
     Repo,
@@ -40,8 +42,6 @@ from migrate.facts._repo import (
     unwrap_call,
 )
 from migrate.facts.wrappers import wrapper_sites
-from migrate.scan.pyscope import Scope, ScopeTable
-from migrate.scan.textsearch import WholeWords
 
 SAVE = "torch.jit.save"
 LOADS = {

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 
+from migrate.analysis.pyscope import Scope
 from migrate.checks._edits import delete_lines, drop_statement
 from migrate.checks._flow import (
     assignments,
@@ -38,7 +39,6 @@ from migrate.checks._flow import (
 from migrate.checks._selfcompare import is_comparator
 from migrate.checks.base import Edit, PythonContext
 from migrate.checks.export.spelling import renamed_path
-from migrate.scan.pyscope import Scope
 
 # Calls whose result export takes as an input (tensors, and what builds them).
 _TORCH = "torch"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 
+from migrate.analysis.pyscope import Scope
 from migrate.checks._flow import (
     alternative_bindings,
     assignments,
@@ -21,7 +22,6 @@ from migrate.checks.export.apis import LITE_SAVES, OPTIMIZE_FOR_MOBILE, bind_arg
 from migrate.checks.export.builder import FixBuilder, short
 from migrate.checks.export.inputs import recorded_hooks
 from migrate.checks.export.spelling import lowered, renamed_path, write_bytes
-from migrate.scan.pyscope import Scope
 
 
 def result_uses(
