@@ -123,13 +123,13 @@ def test_mig110_file_facts_are_the_same_with_the_line_limited_walk(monkeypatch):
 
 
 def test_flow_parent_links_one_statement_at_a_time_and_agrees_with_a_full_map():
-    """_flow.parent records links only for the module-level statement holding the node it
+    """dataflow.parent records links only for the module-level statement holding the node it
     is asked about; asked about every node, in an order that jumps around, it answers what a
     map of the whole tree says (decorators, `a; b` lines and position-less nodes included)."""
     import random
 
+    from migrate.analysis import dataflow
     from migrate.analysis.pyscope import ScopeTable
-    from migrate.checks import _flow
     from migrate.checks.base import PythonContext
 
     checked = 0
@@ -139,7 +139,7 @@ def test_flow_parent_links_one_statement_at_a_time_and_agrees_with_a_full_map():
         random.Random(path.name).shuffle(nodes)
         ctx = PythonContext(str(path), text, tree, ScopeTable(tree, "m", False))
         for node in nodes:
-            assert _flow.parent(ctx, node) is full.get(id(node)), (path, ast.dump(node)[:60])
-        assert _flow.parent(ctx, ast.Name("outside", ast.Load(), lineno=1)) is None
+            assert dataflow.parent(ctx, node) is full.get(id(node)), (path, ast.dump(node)[:60])
+        assert dataflow.parent(ctx, ast.Name("outside", ast.Load(), lineno=1)) is None
         checked += 1
     assert checked > 100

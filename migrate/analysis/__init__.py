@@ -12,6 +12,9 @@ the repository, computed once per scan.
   walk limited to chosen lines) and the recursion limit deep trees need.
 - textsearch.py: does a text hold one of some words or patterns (the prefilter's search,
   whole-word search).
+- dataflow.py: light data flow inside one scope (where a name's value comes from, where it
+  goes, the parent of a node), over any view of a file with its tree and scope table.
+- tensor_reads.py: Python reading a tensor's data (`x.item()`, `int(x.max())`).
 
 Only the standard library and the shared vocabulary are imported here.
 """

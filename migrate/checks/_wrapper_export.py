@@ -27,7 +27,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from migrate.checks._flow import bound_name, name_uses, parent
+from migrate.analysis.dataflow import bound_name, name_uses, parent
 from migrate.checks._repo_wrappers import LOADS, SAVE, Wrapper
 from migrate.checks.base import Edit, PythonContext
 from migrate.checks.export.builder import FixBuilder

@@ -26,7 +26,7 @@ import ast
 from dataclasses import dataclass
 
 from migrate.analysis.pyscope import Scope
-from migrate.checks._compile_guard import data_read
+from migrate.analysis.tensor_reads import data_read
 from migrate.facts._repo import FileIndex, Repo, Span, self_name, terminal_names, unwrap_call
 from migrate.facts.values import CAPTURES, MAKER_WORDS
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from migrate.checks._flow import (
+from migrate.analysis.dataflow import (
     alternative_bindings,
     assignments,
     available_at,

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import ast
 
+from migrate.analysis.dataflow import bound_name, global_reads, parent
 from migrate.checks._drop_route import TORCHSCRIPT_ATTRIBUTES
 from migrate.checks._edits import replace_with_arg
-from migrate.checks._flow import bound_name, global_reads, parent
 from migrate.checks._selfcompare import self_comparison
 from migrate.checks.base import Edit, PythonContext
 from migrate.checks.export.alternatives import alternatives_fix, alternatives_of

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import ast
 
+from migrate.analysis.dataflow import available_at, is_pure, parent, statement_of
 from migrate.analysis.pyscope import Scope
-from migrate.checks._flow import available_at, is_pure, parent, statement_of
 from migrate.checks.base import PythonContext
 from migrate.checks.export.apis import TRACE_MODULE_PARAMS, TRACE_ONLY, TRACE_PARAMS, bind_args
 from migrate.checks.export.builder import short

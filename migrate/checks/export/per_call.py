@@ -22,9 +22,7 @@ from __future__ import annotations
 
 import ast
 
-from migrate.analysis.pyscope import Scope
-from migrate.checks._edits import delete_lines, drop_statement
-from migrate.checks._flow import (
+from migrate.analysis.dataflow import (
     assignments,
     available_at,
     block_of,
@@ -36,6 +34,8 @@ from migrate.checks._flow import (
     statement_of,
     value_origin,
 )
+from migrate.analysis.pyscope import Scope
+from migrate.checks._edits import delete_lines, drop_statement
 from migrate.checks._selfcompare import is_comparator
 from migrate.checks.base import Edit, PythonContext
 from migrate.checks.export.spelling import renamed_path

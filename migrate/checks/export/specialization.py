@@ -7,9 +7,9 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from migrate.analysis.dataflow import value_origin
 from migrate.analysis.pyscope import Scope
-from migrate.checks._compile_guard import data_read
-from migrate.checks._flow import value_origin
+from migrate.analysis.tensor_reads import data_read
 from migrate.checks.base import PythonContext
 from migrate.checks.export.apis import TRACE_MODULE_PARAMS, TRACE_PARAMS, bind_args
 from migrate.checks.export.builder import FixBuilder

@@ -6,8 +6,8 @@ from __future__ import annotations
 import ast
 import re
 
+from migrate.analysis.dataflow import is_free
 from migrate.analysis.pyscope import Scope
-from migrate.checks._flow import is_free
 from migrate.checks.base import PythonContext
 from migrate.checks.export.builder import FixBuilder, short
 

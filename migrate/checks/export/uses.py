@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import ast
 
-from migrate.analysis.pyscope import Scope
-from migrate.checks._flow import (
+from migrate.analysis.dataflow import (
     alternative_bindings,
     assignments,
     bound_name,
@@ -17,6 +16,7 @@ from migrate.checks._flow import (
     parent,
     pos,
 )
+from migrate.analysis.pyscope import Scope
 from migrate.checks.base import Edit, PythonContext
 from migrate.checks.export.apis import LITE_SAVES, OPTIMIZE_FOR_MOBILE, bind_args
 from migrate.checks.export.builder import FixBuilder, short
