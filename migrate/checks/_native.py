@@ -280,9 +280,9 @@ def describe_use(symbol: str, what: str) -> str:
 def unqualified_names() -> frozenset[str]:
     """Names of the runtime that count unqualified after `using namespace torch::jit;`
     (MIG401's rule data)."""
-    from migrate.registry import all_rules
+    from migrate.registry import rule_holding
 
-    rule = all_rules().get("MIG401")
+    rule = rule_holding("unqualified_names")
     names = rule.extra.get("unqualified_names") if rule else None
     return frozenset(str(n) for n in names or ())
 

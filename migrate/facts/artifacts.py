@@ -217,9 +217,9 @@ def _site(repo: Repo, f: FileIndex, call: ast.Call) -> Site | None:
 
 def _imports_lightning(f: FileIndex) -> bool:
     """The file imports Lightning (the roots MIG140 names), so `.to_torchscript` is its."""
-    from migrate.registry import all_rules
+    from migrate.registry import all_rules, code_with
 
-    roots = set(all_rules()["MIG140"].extra.get("frameworks") or ())
+    roots = set(all_rules()[code_with("framework-producer")].extra.get("frameworks") or ())
     return any(
         qual.split(".")[0] in roots
         for scope in f.table.import_scopes()

@@ -19,11 +19,12 @@ import posixpath
 from collections.abc import Callable
 
 from migrate.findings import Finding
+from migrate.registry import code_with, codes_with
 
-NATIVE_RULES = ("MIG401", "MIG402", "MIG403")
-SOURCE_RULES = ("MIG401", "MIG403")  # uses of the runtime a CMake project compiles
-CMAKE_RULE = "MIG404"
-PRODUCER_RULES = ("MIG201", "MIG204")
+NATIVE_RULES = codes_with("native-runtime")
+SOURCE_RULES = codes_with("native-source")  # uses of the runtime a CMake project compiles
+CMAKE_RULE = code_with("cmake-runtime")
+PRODUCER_RULES = codes_with("archive-writer")
 
 # A byte search before tokenizing a source the scan did not report on (a --select run).
 _RUNTIME_BYTES = (b"jit", b"LibTorch", b"torch/script.h")
@@ -128,7 +129,9 @@ AOTI_LINK = (
 def _moving_to_aoti(folder: str, reported: list[Finding]) -> bool:
     """Every runtime use in the project's sources is rewritten to the package loader."""
     mine = [f for f in reported if _inside(f.path, folder)]
-    return bool(mine) and all(f.rule == "MIG401" and f.autofix is not None for f in mine)
+    return bool(mine) and all(
+        f.rule == code_with("aoti-loader") and f.autofix is not None for f in mine
+    )
 
 
 def _inside(path: str, folder: str) -> bool:
