@@ -15,6 +15,8 @@ the repository, computed once per scan.
 - dataflow.py: light data flow inside one scope (where a name's value comes from, where it
   goes, the parent of a node), over any view of a file with its tree and scope table.
 - tensor_reads.py: Python reading a tensor's data (`x.item()`, `int(x.max())`).
+- native_source.py: serving code outside Python as tokens (C++, Java/Kotlin, Gradle, CMake,
+  Podfiles): the language of a file, the tokenizer, the runtime's qualified names it uses.
 
 Only the standard library and the shared vocabulary are imported here.
 """

@@ -149,11 +149,11 @@ def _reported_use(folder: str, reported: list[Finding]) -> tuple[str, int] | Non
 def _source_use(folder: str) -> tuple[str, int] | None:
     """The first TorchScript runtime use among the C-family sources under `folder`, read
     from disk (a scan that did not select MIG401/MIG403 has no findings to look at)."""
-    from migrate.checks import _native
+    from migrate.analysis import native_source
     from migrate.scan.discover import SKIP_DIRS, Skipped, decode_source, read_checked
 
-    suffixes = _native.C_SUFFIXES + _native.OBJC_SUFFIXES
-    known = _native.unqualified_names()
+    suffixes = native_source.C_SUFFIXES + native_source.OBJC_SUFFIXES
+    known = native_source.unqualified_names()
     tree = os.path.realpath(folder or ".")
     for here, dirs, names in os.walk(folder or ".", followlinks=False):
         dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("."))
@@ -168,7 +168,7 @@ def _source_use(folder: str) -> tuple[str, int] | None:
                 text = decode_source(data)
             except (OSError, Skipped, UnicodeDecodeError, SyntaxError, LookupError):
                 continue
-            uses = _native.cpp_uses(_native.tokenize(text, _native.C), known)
+            uses = native_source.cpp_uses(native_source.tokenize(text, native_source.C), known)
             if uses:
                 line = text.count("\n", 0, uses[0].start) + 1
                 return posixpath.normpath(path.replace(os.sep, "/")), line
