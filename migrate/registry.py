@@ -92,6 +92,12 @@ ROLES = {
     "wrapper-call": "a call of the repository's own TorchScript wrapper",
     "data-branch": "a branch on tensor data in a captured forward",
     "cross-file": "its fix's safety depends on other files (the planner needs repository facts)",
+    "archive-writer": "writes an archive to a path its call names (a native loader's writer)",
+    "framework-producer": "a framework's own TorchScript export (Lightning's to_torchscript)",
+    "aoti-loader": "a C++ runtime use whose fix moves to AOTInductor's package loader",
+    "native-runtime": "serving code outside Python on the TorchScript runtime (C++, Android, iOS)",
+    "native-source": "a use of the TorchScript runtime in source a CMake project compiles",
+    "cmake-runtime": "a CMake project that links libtorch for TorchScript",
 }
 
 
@@ -202,6 +208,33 @@ def codes_with(role: str) -> tuple[str, ...]:
     if role not in ROLES:
         raise KeyError(f"unknown rule role {role!r}")
     return tuple(sorted(code for code, rule in all_rules().items() if role in rule.roles))
+
+
+@functools.cache
+def code_with(role: str) -> str:
+    """The one code whose rule data declare `role` (a role only one rule may hold)."""
+    codes = codes_with(role)
+    if len(codes) != 1:
+        raise LookupError(f"role {role!r} is declared by {len(codes)} rules, not one: {codes}")
+    return codes[0]
+
+
+@functools.cache
+def code_for(role: str, symbol: str) -> str:
+    """The code of the rule declaring `role` whose symbols name `symbol` (the capture rule of
+    `torch.jit.trace`, the producer of `torch.jit.save`)."""
+    codes = [c for c in codes_with(role) if all_rules()[c].matches_symbol(symbol)]
+    if len(codes) != 1:
+        raise LookupError(f"{len(codes)} rules with role {role!r} name {symbol}, not one: {codes}")
+    return codes[0]
+
+
+def rule_holding(key: str) -> Rule | None:
+    """The one rule whose data hold the table `key` (`minimum_versions`), or None."""
+    rules = [rule for rule in all_rules().values() if key in rule.extra]
+    if len(rules) > 1:
+        raise LookupError(f"{len(rules)} rules hold {key!r}: {[r.code for r in rules]}")
+    return rules[0] if rules else None
 
 
 @functools.cache

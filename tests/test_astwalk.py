@@ -1,4 +1,4 @@
-"""migrate.scan.astwalk: the line-limited walk must reach every node written on a chosen line."""
+"""migrate.analysis.astwalk: the line-limited walk must reach every node written on a chosen line."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import ast
 import re
 from pathlib import Path
 
-from migrate.scan.astwalk import children, lines_matching, walk_lines
+from migrate.analysis.astwalk import children, lines_matching, walk_lines
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 _SINGLETONS = (ast.expr_context, ast.operator, ast.boolop, ast.unaryop, ast.cmpop)
@@ -107,8 +107,8 @@ def test_walk_lines_skips_what_lies_elsewhere_but_enters_decorators_and_fstrings
 
 def test_mig110_file_facts_are_the_same_with_the_line_limited_walk(monkeypatch):
     import migrate.checks.mig110_is_scripting as mig110
+    from migrate.analysis.pyscope import ScopeTable
     from migrate.checks.base import PythonContext
-    from migrate.scan.pyscope import ScopeTable
 
     compared = with_facts = 0
     for path, text, tree in _parsed_fixtures():
@@ -123,14 +123,14 @@ def test_mig110_file_facts_are_the_same_with_the_line_limited_walk(monkeypatch):
 
 
 def test_flow_parent_links_one_statement_at_a_time_and_agrees_with_a_full_map():
-    """_flow.parent records links only for the module-level statement holding the node it
+    """dataflow.parent records links only for the module-level statement holding the node it
     is asked about; asked about every node, in an order that jumps around, it answers what a
     map of the whole tree says (decorators, `a; b` lines and position-less nodes included)."""
     import random
 
-    from migrate.checks import _flow
+    from migrate.analysis import dataflow
+    from migrate.analysis.pyscope import ScopeTable
     from migrate.checks.base import PythonContext
-    from migrate.scan.pyscope import ScopeTable
 
     checked = 0
     for path, text, tree in _parsed_fixtures():
@@ -139,7 +139,7 @@ def test_flow_parent_links_one_statement_at_a_time_and_agrees_with_a_full_map():
         random.Random(path.name).shuffle(nodes)
         ctx = PythonContext(str(path), text, tree, ScopeTable(tree, "m", False))
         for node in nodes:
-            assert _flow.parent(ctx, node) is full.get(id(node)), (path, ast.dump(node)[:60])
-        assert _flow.parent(ctx, ast.Name("outside", ast.Load(), lineno=1)) is None
+            assert dataflow.parent(ctx, node) is full.get(id(node)), (path, ast.dump(node)[:60])
+        assert dataflow.parent(ctx, ast.Name("outside", ast.Load(), lineno=1)) is None
         checked += 1
     assert checked > 100

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from migrate.analysis.pyscope import ScopeTable
 from migrate.facts import SourceFile, build_facts, load_tree
 from migrate.facts.artifacts import may_hold_site
 from migrate.facts.values import may_capture
-from migrate.scan.pyscope import ScopeTable
 
 ROOT = Path(__file__).resolve().parent.parent
 REPOS = sorted(

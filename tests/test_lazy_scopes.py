@@ -9,7 +9,7 @@ import random
 import textwrap
 from pathlib import Path
 
-from migrate.scan.pyscope import Scope, ScopeTable
+from migrate.analysis.pyscope import Scope, ScopeTable
 
 ROOT = Path(__file__).resolve().parent.parent
 

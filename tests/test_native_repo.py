@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from migrate.checks import _native
+from migrate.analysis import native_source
 
 ROOT = Path(__file__).resolve().parent.parent
 REPO = ROOT / "fixtures" / "repos" / "native_mix"
@@ -149,9 +149,9 @@ def test_sarif_carries_the_native_findings(repo):
     ],
 )
 def test_unterminated_comments_and_strings_do_not_crash(name, text):
-    lang = _native.language(Path(name))
+    lang = native_source.language(Path(name))
     assert lang is not None
-    tokens = _native.tokenize(text, lang)
+    tokens = native_source.tokenize(text, lang)
     assert all(0 <= t.start < t.end <= len(text) for t in tokens)
 
 

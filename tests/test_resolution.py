@@ -654,7 +654,7 @@ def test_module_only_tables_export_what_full_tables_do():
     # the one from the full walk, and its imports are the full table's module-level ones.
     import ast
 
-    from migrate.scan.pyscope import ScopeTable
+    from migrate.analysis.pyscope import ScopeTable
 
     root = Path(__file__).resolve().parent.parent / "fixtures"
     compared = 0
@@ -677,7 +677,7 @@ def test_binding_targets_without_a_full_walk_binds_what_the_walk_binds():
     import ast as _ast
     from pathlib import Path as _Path
 
-    from migrate.scan.pyscope import Scope, ScopeTable
+    from migrate.analysis.pyscope import Scope, ScopeTable
 
     def walked(target):
         return {

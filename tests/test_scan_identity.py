@@ -96,9 +96,9 @@ def test_a_check_hooking_attributes_sees_every_attribute() -> None:
     Name or Attribute nodes: such a check hears of every one, inner links included."""
     import ast
 
+    from migrate.analysis.pyscope import ScopeTable
     from migrate.checks.base import PythonContext
     from migrate.scan.checkset import CheckSet
-    from migrate.scan.pyscope import ScopeTable
     from migrate.scan.walker import Walker
 
     text = "import os\nx = os.path.sep.join\ny = local.a.b\n"

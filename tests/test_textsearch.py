@@ -1,4 +1,4 @@
-"""migrate.scan.textsearch.WordSearch answers exactly what the regular expression would."""
+"""migrate.analysis.textsearch.WordSearch answers exactly what the regular expression would."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from migrate.analysis.astwalk import lines_matching
+from migrate.analysis.textsearch import WholeWords, WordSearch
 from migrate.registry import all_rules
-from migrate.scan.astwalk import lines_matching
 from migrate.scan.engine import TORCHSCRIPT_WORDS, CheckSet
-from migrate.scan.textsearch import WholeWords, WordSearch
 
 CHECKS = CheckSet(sorted(all_rules()), {"cuda": "13.0"})
 # Every prefilter the checks declare, and shapes that must not be taken for plain words.

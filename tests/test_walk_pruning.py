@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from migrate.analysis.pyscope import ScopeTable
 from migrate.checks.base import PythonContext
 from migrate.scan.checkset import CheckSet
 from migrate.scan.engine import ScanOptions, analyze_python
-from migrate.scan.pyscope import ScopeTable
 from migrate.scan.walker import Walker
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -17,7 +17,7 @@ import ast
 import os
 from collections.abc import Callable, Collection, Iterable, Mapping
 
-from migrate.checks._flow import assignments
+from migrate.analysis.dataflow import assignments
 from migrate.checks.base import PythonContext
 
 CAPTURE_CALLS = frozenset(

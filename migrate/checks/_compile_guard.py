@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import ast
 
-from migrate.checks._flow import parent
+from migrate.analysis.dataflow import parent
+from migrate.analysis.tensor_reads import data_read
 from migrate.checks.base import PythonContext
 
-_DATA_READS = frozenset({"item", "tolist", "numpy"})
-_CASTS = frozenset({"int", "float", "bool"})
-_SHAPES = frozenset({"size", "dim", "numel", "stride", "ndimension"})  # known while tracing
 IS_COMPILING = "torch.compiler.is_compiling"
 
 
@@ -35,26 +33,6 @@ def guarded_data_read(ctx: PythonContext, call: ast.Call) -> int | None:
     if not (isinstance(holder, ast.If) and holder.test is test):
         return None
     return _reads_data(ctx, [*holder.body, *(() if test is negation else [test])], set())
-
-
-def data_read(node: ast.AST) -> str | None:
-    """`x.item()`, `x.tolist()`, `int(x.max())`, `int(x[0])`: Python reading tensor data,
-    which export and torch.compile specialize on or fail at (`int(x.size(0))` reads a shape,
-    known while tracing); its spelling, or None."""
-    if not isinstance(node, ast.Call):
-        return None
-    func = node.func
-    if isinstance(func, ast.Attribute) and func.attr in _DATA_READS and not node.args:
-        return f"{func.attr}()"
-    if (
-        isinstance(func, ast.Name)
-        and func.id in _CASTS
-        and len(node.args) == 1
-        and isinstance(node.args[0], (ast.Call, ast.Subscript))
-        and getattr(getattr(node.args[0], "func", None), "attr", None) not in _SHAPES
-    ):
-        return f"{func.id}(...)"
-    return None
 
 
 def _reads_data(ctx: PythonContext, nodes: list[ast.AST], seen: set[str]) -> int | None:

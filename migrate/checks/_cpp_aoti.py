@@ -27,8 +27,8 @@ from __future__ import annotations
 import posixpath
 from dataclasses import dataclass, field
 
-from migrate.checks import _native
-from migrate.checks._native import CppUse, Token
+from migrate.analysis import native_source
+from migrate.analysis.native_source import CppUse, Token
 from migrate.findings import Edit
 
 LOADER = "torch::inductor::AOTIModelPackageLoader"
@@ -157,7 +157,7 @@ class _File:
 
     # ---- the shapes ------------------------------------------------------------------
     def run(self) -> Rewrite:
-        used, aliases = _native._namespaces(self.tokens)
+        used, aliases = native_source.declared_namespaces(self.tokens)
         for scope in [*used, *aliases.values()]:
             if scope[:2] == ("torch", "jit"):
                 raise self.refuse(
@@ -269,7 +269,7 @@ class _File:
 
     def renamed_literal(self, tok: Token, start: int, end: int) -> str:
         source = self.text[start:end]
-        if not tok.text.lower().endswith(_native.ARCHIVE_SUFFIXES):
+        if not tok.text.lower().endswith(native_source.ARCHIVE_SUFFIXES):
             return source
         package = package_for(tok.text)
         self.out.packages.append((tok.text, package))
@@ -285,7 +285,9 @@ class _File:
                     continue
                 end = self.statement_end(j)
                 for s in self.tokens[j + 2 : end]:
-                    if s.kind == "string" and s.text.lower().endswith(_native.ARCHIVE_SUFFIXES):
+                    if s.kind == "string" and s.text.lower().endswith(
+                        native_source.ARCHIVE_SUFFIXES
+                    ):
                         new = self.renamed_literal(s, s.start, s.end)
                         self.add(load, Edit(s.start, s.end, new))
 
@@ -509,7 +511,7 @@ def recipe(use: CppUse) -> str:
             f"construct `{LOADER}` from the package `migrate convert ARCHIVE --aoti` writes "
             "(`<stem>.aoti.pt2`) and call `loader.run({x})[0]` for `forward({x}).toTensor()`"
         )
-    if last in _native.VALUES:
+    if last in native_source.VALUES:
         return (
             "pass a `std::vector<at::Tensor>` to `loader.run(...)`, which returns one (index it "
             "instead of `.toTensor()`/`.toTuple()`)"

@@ -375,24 +375,23 @@ def in_spans(pos: int, spans: list[tuple[int, int]]) -> bool:
 # --------------------------------------------------------------------------- rule data
 
 
-def rule_data(code: str, key: str) -> dict:
-    """A table kept in a rule's YAML (rules are data: versions and tags live there)."""
-    from migrate.registry import all_rules
+def rule_data(key: str, code: str | None = None) -> dict:
+    """A table kept in a rule's YAML (rules are data: versions and tags live there): the
+    rule `code`'s, or that of the one rule holding a table of that name."""
+    from migrate.registry import all_rules, rule_holding
 
-    rule = all_rules().get(code)
+    rule = all_rules().get(code) if code else rule_holding(key)
     return dict(rule.extra.get(key) or {}) if rule else {}
 
 
 def minimum_versions(target: str) -> dict[str, str]:
     """First release of each package with wheels for the target (MIG302 data)."""
-    return {
-        k: str(v) for k, v in (rule_data("MIG302", "minimum_versions").get(target) or {}).items()
-    }
+    return {k: str(v) for k, v in (rule_data("minimum_versions").get(target) or {}).items()}
 
 
 def known_images(target: str) -> set[str]:
     """`<variant>-<os>` suffixes of nvidia/cuda tags published for the target (MIG304 data)."""
-    return set(rule_data("MIG304", "nvidia_cuda_images").get(target) or ())
+    return set(rule_data("nvidia_cuda_images").get(target) or ())
 
 
 # `torch==2.7.1` and `torch==2.7.1+cu128` (a local version names the build, not the release).

@@ -23,8 +23,8 @@ import ast
 import re
 from dataclasses import dataclass, field
 
+from migrate.analysis.dataflow import bound_name, parent
 from migrate.checks._edits import drop_statement, replace, replace_with_arg
-from migrate.checks._flow import bound_name, parent
 from migrate.checks._selfcompare import self_comparison
 from migrate.checks._testcode import (
     asserted,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from migrate.checks._flow import block_of, parent
+from migrate.analysis.dataflow import block_of, parent
 from migrate.checks.base import Edit, PythonContext
 
 

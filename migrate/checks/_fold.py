@@ -9,8 +9,8 @@ import ast
 import keyword
 from collections.abc import Callable
 
+from migrate.analysis.dataflow import parent
 from migrate.checks._edits import drop_statement, parenthesize_if_needed, precedence, replace
-from migrate.checks._flow import parent
 from migrate.checks.base import Edit, PythonContext
 
 _AND_LEVEL = precedence(ast.BoolOp(op=ast.And(), values=[]), "")  # operands bind tighter

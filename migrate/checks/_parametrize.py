@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 
-from migrate.checks._flow import reaching_value
+from migrate.analysis.dataflow import reaching_value
 from migrate.checks.base import PythonContext
 
 _PARAMETRIZE = frozenset({"pytest.mark.parametrize", "_pytest.mark.parametrize"})

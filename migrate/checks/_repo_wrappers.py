@@ -21,13 +21,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from migrate.analysis.names import ImportIndex, per_repository
+from migrate.analysis.textsearch import WholeWords
 from migrate.checks.base import PythonContext
-from migrate.scan.textsearch import WholeWords
+from migrate.registry import code_with
 
 # What a parsed file tells the repository pass (`ctx.facts`, merged over the repository).
-WRAPPERS = "MIG121.wrappers"  # encoded Wrapper of every wrapper a parsed file defines
-REEXPORTS = "MIG121.reexports"  # module.name=qualname of the module-level imports
-CALLS = "MIG121.calls"  # qualnames of the repository functions a parsed file calls
+# The repository pass's facts, kept under the code of the rule that reports wrapper calls.
+_RULE = code_with("wrapper-call")
+WRAPPERS = f"{_RULE}.wrappers"  # encoded Wrapper of every wrapper a parsed file defines
+REEXPORTS = f"{_RULE}.reexports"  # module.name=qualname of the module-level imports
+CALLS = f"{_RULE}.calls"  # qualnames of the repository functions a parsed file calls
 
 CAPTURES = frozenset({"torch.jit.script", "torch.jit.trace", "torch.jit.trace_module"})
 SAVE = "torch.jit.save"
@@ -240,7 +243,7 @@ def find_wrappers(ctx: PythonContext) -> dict[str, Wrapper]:
     saves or loads a parameter, then those that hand a parameter to one of them (a wrapper
     calling a wrapper of the same file; repeated until nothing more is found). Found once
     per file and scope table (MIG121's analyses and the facts share them): read only."""
-    return ctx.shared("MIG121.wrappers", lambda: _find_wrappers(ctx))
+    return ctx.shared(WRAPPERS, lambda: _find_wrappers(ctx))
 
 
 def _find_wrappers(ctx: PythonContext) -> dict[str, Wrapper]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 
-from migrate.checks._flow import (
+from migrate.analysis.dataflow import (
     bound_name,
     name_uses,
     parent,

@@ -26,8 +26,8 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from migrate.analysis.dataflow import value_origin
 from migrate.analysis.names import per_repository
-from migrate.checks._flow import value_origin
 from migrate.checks.base import PythonContext
 
 STATIC_FACTS = "export.static_inputs"  # "pkg.mod.Cls {json}" per class with a forward

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from pathlib import PurePosixPath
 
-from migrate.checks._flow import parent
+from migrate.analysis.dataflow import parent
 from migrate.checks.base import PythonContext
 
 _TEST_FOLDERS = ("tests", "test", "testing", "unittests")

@@ -27,9 +27,10 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from migrate.checks._flow import bound_name, name_uses, parent
+from migrate.analysis.dataflow import bound_name, name_uses, parent
 from migrate.checks._repo_wrappers import LOADS, SAVE, Wrapper
 from migrate.checks.base import Edit, PythonContext
+from migrate.checks.export.apis import LOAD_RULE, SAVE_RULE, SCRIPT_RULE
 from migrate.checks.export.builder import FixBuilder
 from migrate.checks.export.uses import jit_save_edits, method_save
 from migrate.findings import ImportSpec
@@ -128,7 +129,7 @@ def _capture(ctx, w: Wrapper, call: ast.Call, parents, out: Rewrite, made: set[s
     start = ctx.start(holder)
     out.edits.append(Edit(start, start, guard))
     out.edits.append(Edit(*ctx.span(call), f"{export}({ctx.source(target)}, ({ex}[0],))"))
-    out.members.append(("MIG101", call))
+    out.members.append((SCRIPT_RULE, call))
     if not returned:
         made.add(holder.targets[0].id)  # type: ignore[union-attr]
     return ""
@@ -151,7 +152,7 @@ def _save(ctx, w: Wrapper, call: ast.Call, out: Rewrite, made: set[str]) -> str:
             return f"saves with `{kw.arg}=`, which `torch.export.save` does not take"
         start = ctx.start(kw)
         out.edits.append(Edit(start, start + len("_extra_files"), "extra_files"))
-    out.members.append(("MIG201", call))
+    out.members.append((SAVE_RULE, call))
     return ""
 
 
@@ -172,7 +173,7 @@ def _load(ctx, call: ast.Call, out: Rewrite) -> str:
     if "map_location" in given:
         text += f".to({ctx.source(given['map_location'])})"
     out.edits.append(Edit(*ctx.span(call), text))
-    out.members.append(("MIG202", call))
+    out.members.append((LOAD_RULE, call))
     return ""
 
 
@@ -235,10 +236,10 @@ def result_saves(ctx: PythonContext, call: ast.Call) -> tuple[list[tuple[str, tu
         if isinstance(holder, ast.Call) and holder.args[:1] == [use]:
             if ctx.qualname(holder.func) != SAVE:
                 continue
-            save, code = holder, "MIG201"
+            save, code = holder, SAVE_RULE
             jit_save_edits(ctx, holder, scope, fix)
         elif isinstance(holder, ast.Attribute) and holder.attr == "save":
-            save, code = parent(ctx, holder), "MIG201"
+            save, code = parent(ctx, holder), SAVE_RULE
             if not (isinstance(save, ast.Call) and save.func is holder):
                 continue
             method_save(ctx, save, use.id, scope, fix)  # type: ignore[attr-defined]

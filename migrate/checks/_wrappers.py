@@ -7,7 +7,7 @@ import ast
 import re
 from collections.abc import Callable, Mapping
 
-from migrate.checks._flow import parent
+from migrate.analysis.dataflow import parent
 from migrate.checks.base import Edit, PythonCheck, PythonContext
 from migrate.registry import Rule
 

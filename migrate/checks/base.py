@@ -19,8 +19,8 @@ from migrate.findings import Applicability, Edit, Finding, Fix, FixKind, ImportS
 T = TypeVar("T")
 
 if TYPE_CHECKING:
+    from migrate.analysis.pyscope import Scope, ScopeTable
     from migrate.registry import Rule
-    from migrate.scan.pyscope import Scope, ScopeTable
 
 
 __all__ = ["Edit", "Fix", "ImportSpec"]

@@ -7,10 +7,11 @@ import dataclasses
 import sys
 from collections.abc import Callable, Iterable, Mapping
 
+from migrate.analysis.dataflow import parent, reaching_value, scope_names
+from migrate.analysis.pyscope import Scope
 from migrate.checks import _static_inputs as static_inputs
 from migrate.checks._drop_route import fallback, report_under_drop, torchscript_use
 from migrate.checks._edits import drop_statement, remove_decorator, replace, replace_with_arg
-from migrate.checks._flow import parent, reaching_value, scope_names
 from migrate.checks._parametrize import parametrized_values
 from migrate.checks._repo_wrappers import repository_index
 from migrate.checks._selfcompare import self_comparison
@@ -19,7 +20,6 @@ from migrate.checks.base import Edit, PythonCheck, PythonContext, Reference
 from migrate.checks.export.captures import HOLDS_MODULE, HOLDS_PROGRAM, capture_fix
 from migrate.checks.export.uses import result_uses
 from migrate.findings import FixKind
-from migrate.scan.pyscope import Scope
 
 ASKED = "MIG101.imported_targets"  # qualnames scripted by a file, defined elsewhere
 DEFINED = "MIG101.top_level_defs"  # module.name of every top-level def and class

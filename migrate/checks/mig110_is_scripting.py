@@ -6,13 +6,13 @@ import ast
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 
+from migrate.analysis.astwalk import walk_lines
 from migrate.analysis.names import per_repository
+from migrate.analysis.textsearch import WholeWords
 from migrate.checks._compile_guard import IS_COMPILING, guarded_data_read
 from migrate.checks._fold import fold
 from migrate.checks.base import Edit, PythonCheck, PythonContext, Reference
 from migrate.findings import Finding, FixKind
-from migrate.scan.astwalk import walk_lines
-from migrate.scan.textsearch import WholeWords
 
 # Repository facts: where code is still scripted, traced, or exported to ONNX by the
 # TorchScript-based exporter; and which files ask is_scripting/is_tracing.

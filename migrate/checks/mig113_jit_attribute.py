@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import ast
 
+from migrate.analysis.dataflow import parent
 from migrate.checks._edits import call_arg, replace_with_arg
-from migrate.checks._flow import parent
 from migrate.checks.base import PythonCheck, PythonContext, Reference
 from migrate.findings import FixKind
 

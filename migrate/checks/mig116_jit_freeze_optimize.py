@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import ast
 
+from migrate.analysis.dataflow import bound_name
 from migrate.checks._edits import call_arg, drop_statement, replace_with_arg
-from migrate.checks._flow import bound_name
 from migrate.checks.base import PythonCheck, PythonContext, Reference
 from migrate.findings import FixKind
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import ast
 
+from migrate.analysis.dataflow import parent
 from migrate.checks._edits import drop_definition, drop_statement
-from migrate.checks._flow import parent
 from migrate.checks.base import Edit, PythonCheck, PythonContext, Reference
 from migrate.findings import FixKind
 

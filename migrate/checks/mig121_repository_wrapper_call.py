@@ -17,6 +17,8 @@ import ast
 import dataclasses
 from collections.abc import Callable, Mapping
 
+from migrate.analysis.astwalk import walk_lines
+from migrate.analysis.textsearch import WholeWords
 from migrate.checks._drop_route import eager_route
 from migrate.checks._repo_wrappers import (
     CALLS,
@@ -30,9 +32,8 @@ from migrate.checks._repo_wrappers import (
 )
 from migrate.checks._wrapper_export import export_rewrites, result_saves
 from migrate.checks.base import Edit, GroupFix, PythonCheck, PythonContext
+from migrate.checks.export.apis import LOAD_RULE, SAVE_RULE, SCRIPT_RULE, TRACE_RULE
 from migrate.findings import Applicability, Fix, FixKind
-from migrate.scan.astwalk import walk_lines
-from migrate.scan.textsearch import WholeWords
 
 __all__ = ["CALLS", "REEXPORTS", "WRAPPERS", "RepositoryWrapperCall", "hold_reason"]
 
@@ -222,7 +223,7 @@ class RepositoryWrapperCall(PythonCheck):
         module = "" if found.save is not None else ".module()"
         target = ctx.source(found.capture.args[0]) if found.capture.args else w.params[0]
         edits = [Edit(*ctx.span(found.capture), f"{export}({target}, {found.inputs}){module}")]
-        members: list[tuple[str, ast.AST]] = [(self.code, node), ("MIG101", found.capture)]
+        members: list[tuple[str, ast.AST]] = [(self.code, node), (SCRIPT_RULE, found.capture)]
         if found.save is not None and found.load is not None:
             save, more = ctx.spell("torch.export.save")
             load, again = ctx.spell("torch.export.load")
@@ -232,7 +233,7 @@ class RepositoryWrapperCall(PythonCheck):
             )
             edits.append(Edit(*ctx.span(found.save.func), save))
             edits.append(Edit(*ctx.span(found.load), f"{load}({buffer}).module()"))
-            members += [("MIG201", found.save), ("MIG202", found.load)]
+            members += [(SAVE_RULE, found.save), (LOAD_RULE, found.load)]
         group = GroupFix(members)
         how = (
             f"under intent drop it exports instead (`torch.export.export(net, {found.inputs})`"
@@ -323,7 +324,7 @@ def _eager_fallback(ctx: PythonContext, members: list[tuple[str, ast.AST]]) -> d
     waits for example inputs its calls do not pass); it rides on those captures."""
     if ctx.intent != "drop":
         return {}
-    captures = [(code, n) for code, n in members if code in ("MIG101", "MIG102")]
+    captures = [(code, n) for code, n in members if code in (SCRIPT_RULE, TRACE_RULE)]
     for _, call in captures:
         if not (isinstance(call, ast.Call) and call.args):
             return {}

@@ -13,7 +13,7 @@ if/else forms are rewritten to `torch.cond(pred, true_fn, false_fn, operands)`.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from migrate.checks._captures import (
@@ -262,25 +262,3 @@ def report(check: DataDependentBranch, ctx: PythonContext, cond: Condition) -> N
         kind=keyword,
         reason=cond.reason,
     )
-
-
-def analyze_source(text: str, class_names: Iterable[str], path: str = "model.py") -> list[dict]:
-    """The conditions MIG131 finds in a file when `class_names` count as captured
-    (migrate.verify.branches uses it on a live module's source)."""
-    from migrate.scan.engine import CheckSet, analyze_python
-
-    facts = {"captured_classes": frozenset(class_names)}
-    result = analyze_python(path, text, CheckSet([DataDependentBranch.code]), repo_facts=facts)
-    if result.error:
-        raise SyntaxError(result.error)
-    return [
-        {
-            "function": f.get("function"),
-            "line": f.line,
-            "condition": f.get("condition"),
-            "kind": f.get("kind"),
-            "fix": f.fix.value,
-            "reason": f.get("reason"),
-        }
-        for f in sorted(result.findings, key=lambda f: (f.line, f.column))
-    ]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import ast
 import re
 
+from migrate.analysis.dataflow import parent
 from migrate.checks import _wrappers as wr
-from migrate.checks._flow import parent
 from migrate.checks.base import Edit, PythonContext
 from migrate.checks.export.builder import FixBuilder, short
 from migrate.checks.export.inputs import example_args

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import ast
 
+from migrate.analysis.dataflow import parent
 from migrate.checks import _wrappers as wr
-from migrate.checks._flow import parent
 from migrate.checks.base import PythonCheck, PythonContext, Reference
 from migrate.findings import FixKind
 

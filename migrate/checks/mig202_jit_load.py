@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import ast
 
+from migrate.analysis.dataflow import block_of, bound_name, name_uses, parent, scope_statements
 from migrate.checks._edits import delete_lines
-from migrate.checks._flow import block_of, bound_name, name_uses, parent, scope_statements
 from migrate.checks.base import Edit, PythonCheck, PythonContext, Reference
 from migrate.checks.export.apis import OPTIMIZE_FOR_MOBILE, bind_args
 from migrate.checks.export.builder import FixBuilder, short

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from migrate.checks._flow import parent, reaching_value
+from migrate.analysis.dataflow import parent, reaching_value
 from migrate.checks.base import Edit, GroupFix, PythonCheck, PythonContext, Reference
 from migrate.checks.export.apis import LITE_LOADS, bind_args
 from migrate.checks.export.builder import FixBuilder

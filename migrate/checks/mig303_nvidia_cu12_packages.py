@@ -28,7 +28,7 @@ class NvidiaCu12Packages(_cuda.CudaTextCheck):
 
     def scan(self, ctx: FileContext, code: str, kind: str) -> None:
         table = {
-            k.lower(): str(v) for k, v in _cuda.rule_data(self.code, "cuda13_packages").items()
+            k.lower(): str(v) for k, v in _cuda.rule_data("cuda13_packages", self.code).items()
         }
         pin = _cuda.torch_pin_problem(code, self.target)
         for m in PIP.finditer(code):

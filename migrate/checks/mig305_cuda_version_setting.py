@@ -80,7 +80,7 @@ class CudaVersionSetting(_cuda.CudaTextCheck):
     )
 
     def scan(self, ctx: FileContext, code: str, kind: str) -> None:
-        conda = {k.lower(): v for k, v in _cuda.rule_data(self.code, "conda_packages").items()}
+        conda = {k.lower(): v for k, v in _cuda.rule_data("conda_packages", self.code).items()}
         settings: dict[tuple[int, int], Setting] = {}
 
         def add(key: str, span: tuple[int, int], group: int = 0) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 from pathlib import PurePosixPath
 
+from migrate.analysis import native_source
 from migrate.checks import _cpp_aoti, _native
 from migrate.checks.base import FileContext, TextGroupFix
 from migrate.findings import Applicability, FixKind
@@ -17,18 +18,20 @@ AOTI = "on server GPUs a `.pt2` with `torch::inductor::AOTIModelPackageLoader`"
 class CppTorchScriptRuntime(_native.NativeCheck):
     code = "MIG401"
     prefilter = r"jit|torch/script\.h"
-    languages = frozenset({_native.C})
+    languages = frozenset({native_source.C})
 
     def applies_to(self, path: PurePosixPath) -> bool:
-        return super().applies_to(path) and not path.name.lower().endswith(_native.OBJC_SUFFIXES)
+        return super().applies_to(path) and not path.name.lower().endswith(
+            native_source.OBJC_SUFFIXES
+        )
 
-    def scan(self, ctx: FileContext, tokens: list[_native.Token], lang: str) -> None:
-        if _native.is_objc(ctx.posix, tokens):
+    def scan(self, ctx: FileContext, tokens: list[native_source.Token], lang: str) -> None:
+        if native_source.is_objc(ctx.posix, tokens):
             return  # an Objective-C header: MIG403
         uses = [
             u
-            for u in _native.cpp_uses(tokens, _native.unqualified_names())
-            if not _native.POD_HEADER.match(u.symbol)
+            for u in native_source.cpp_uses(tokens, native_source.unqualified_names())
+            if not native_source.POD_HEADER.match(u.symbol)
         ]
         if self.options.get("intent") == "drop" and uses:
             self._drop(ctx, tokens, uses)
@@ -38,13 +41,13 @@ class CppTorchScriptRuntime(_native.NativeCheck):
                 ctx,
                 use.start,
                 use.end,
-                f"{_native.describe_use(use.symbol, use.what)}; {EXECUTORCH}, or {AOTI}",
+                f"{native_source.describe_use(use.symbol, use.what)}; {EXECUTORCH}, or {AOTI}",
                 use.symbol,
                 fix=FixKind.MANUAL,
-                loads=use.symbol.rsplit("::", 1)[-1] in _native.LOADERS,
+                loads=use.symbol.rsplit("::", 1)[-1] in native_source.LOADERS,
             )
 
-    def _drop(self, ctx: FileContext, tokens: list[_native.Token], uses) -> None:
+    def _drop(self, ctx: FileContext, tokens: list[native_source.Token], uses) -> None:
         """Intent drop: the file moves to AOTInductor's package loader, every use together,
         or each use says the exact edit to make by hand."""
         plan = _cpp_aoti.rewrite(ctx.text, tokens, uses, dropped_settings())
@@ -55,12 +58,12 @@ class CppTorchScriptRuntime(_native.NativeCheck):
                     ctx,
                     use.start,
                     use.end,
-                    f"{_native.describe_use(use.symbol, use.what)}; not moved to AOTInductor "
+                    f"{native_source.describe_use(use.symbol, use.what)}; not moved to AOTInductor "
                     f"(intent drop): {plan.refusal} (line {line}); by hand: "
                     f"{_cpp_aoti.recipe(use)}",
                     use.symbol,
                     fix=FixKind.MANUAL,
-                    loads=use.symbol.rsplit("::", 1)[-1] in _native.LOADERS,
+                    loads=use.symbol.rsplit("::", 1)[-1] in native_source.LOADERS,
                 )
             return
         packages = ", ".join(
@@ -74,7 +77,7 @@ class CppTorchScriptRuntime(_native.NativeCheck):
                 ctx,
                 use.start,
                 use.end,
-                f"{_native.describe_use(use.symbol, use.what)}; the repository drops "
+                f"{native_source.describe_use(use.symbol, use.what)}; the repository drops "
                 f"TorchScript (intent drop): this file moves to AOTInductor's "
                 f"`{_cpp_aoti.LOADER}`{where}",
                 use.symbol,
@@ -82,14 +85,14 @@ class CppTorchScriptRuntime(_native.NativeCheck):
                 edits=plan.edits[k],
                 applicability=Applicability.UNSAFE,
                 group=group,
-                loads=use.symbol.rsplit("::", 1)[-1] in _native.LOADERS,
+                loads=use.symbol.rsplit("::", 1)[-1] in native_source.LOADERS,
                 packages=tuple(p for _, p in plan.packages),
             )
 
 
-def _path_note(tokens: list[_native.Token]) -> str:
+def _path_note(tokens: list[native_source.Token]) -> str:
     """Where the load's path comes from elsewhere (a parameter, argv): what to give it."""
-    named = _native.archive_names(tokens)
+    named = native_source.archive_names(tokens)
     if named:
         return "; give it " + ", ".join(
             f"`{_cpp_aoti.package_for(a)}` (`migrate convert {a} --aoti` writes it), not `{a}`"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import PurePosixPath
 
+from migrate.analysis import native_source
 from migrate.checks import _native
 from migrate.checks.base import FileContext
 
@@ -23,15 +24,15 @@ def is_gradle(path: PurePosixPath) -> bool:
 class AndroidPytorchRuntime(_native.NativeCheck):
     code = "MIG402"
     prefilter = r"pytorch"
-    languages = frozenset({_native.JAVA, _native.KOTLIN, _native.GROOVY})
+    languages = frozenset({native_source.JAVA, native_source.KOTLIN, native_source.GROOVY})
 
-    def scan(self, ctx: FileContext, tokens: list[_native.Token], lang: str) -> None:
+    def scan(self, ctx: FileContext, tokens: list[native_source.Token], lang: str) -> None:
         if is_gradle(ctx.posix):
             self.scan_gradle(ctx, tokens)
         else:
             self.scan_source(ctx, tokens)
 
-    def scan_gradle(self, ctx: FileContext, tokens: list[_native.Token]) -> None:
+    def scan_gradle(self, ctx: FileContext, tokens: list[native_source.Token]) -> None:
         """`implementation 'org.pytorch:pytorch_android_lite:1.13.1'`, also as
         `group: 'org.pytorch', name: 'pytorch_android'`."""
         strings = [t for t in tokens if t.kind == "string"]
@@ -52,7 +53,7 @@ class AndroidPytorchRuntime(_native.NativeCheck):
                 f"org.pytorch:{artifact}",
             )
 
-    def scan_source(self, ctx: FileContext, tokens: list[_native.Token]) -> None:
+    def scan_source(self, ctx: FileContext, tokens: list[native_source.Token]) -> None:
         classes = {str(c) for c in self.rule.extra.get("android_classes") or ()}
         load_calls = {
             str(k): {str(m) for m in v}
@@ -61,7 +62,7 @@ class AndroidPytorchRuntime(_native.NativeCheck):
         imported: dict[str, tuple[str, ...]] = {}  # simple name (or alias) -> qualified
         wildcard = False
         found: list[tuple[int, int, str, str, bool]] = []
-        for chain in _native.chains(tokens, "."):
+        for chain in native_source.chains(tokens, "."):
             before = tokens[chain.index - 1] if chain.index else None
             if before is not None and before.text == "package":
                 continue
@@ -147,7 +148,7 @@ def _loads(rest: tuple[str, ...], load_calls: dict[str, set[str]]) -> bool:
     return len(rest) == 2 and rest[1] in load_calls.get(rest[0], ())
 
 
-def _alias(tokens: list[_native.Token], after: int) -> str | None:
+def _alias(tokens: list[native_source.Token], after: int) -> str | None:
     """Kotlin's `import org.pytorch.Module as PtModule`."""
     if after + 1 < len(tokens) and tokens[after].text == "as" and tokens[after + 1].kind == "name":
         return tokens[after + 1].text

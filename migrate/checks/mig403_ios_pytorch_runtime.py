@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
+from migrate.analysis import native_source
 from migrate.checks import _native
 from migrate.checks.base import FileContext
 
@@ -14,31 +15,33 @@ TARGET = "use ExecuTorch's Apple runtime (`ExecuTorchModule` / Swift `Module`) o
 class IosPytorchRuntime(_native.NativeCheck):
     code = "MIG403"
     prefilter = r"jit|LibTorch|torch/script\.h"
-    languages = frozenset({_native.C, _native.RUBY})
+    languages = frozenset({native_source.C, native_source.RUBY})
 
     def applies_to(self, path: PurePosixPath) -> bool:
-        lang = _native.language(path)
-        if lang == _native.RUBY:
+        lang = native_source.language(path)
+        if lang == native_source.RUBY:
             return True
-        return lang == _native.C and path.name.lower().endswith((*_native.OBJC_SUFFIXES, ".h"))
+        return lang == native_source.C and path.name.lower().endswith(
+            (*native_source.OBJC_SUFFIXES, ".h")
+        )
 
-    def scan(self, ctx: FileContext, tokens: list[_native.Token], lang: str) -> None:
-        if lang == _native.RUBY:
+    def scan(self, ctx: FileContext, tokens: list[native_source.Token], lang: str) -> None:
+        if lang == native_source.RUBY:
             self.scan_pods(ctx, tokens)
             return
-        if not _native.is_objc(ctx.posix, tokens):
+        if not native_source.is_objc(ctx.posix, tokens):
             return  # a C/C++ header: MIG401
-        for use in _native.cpp_uses(tokens, _native.unqualified_names()):
+        for use in native_source.cpp_uses(tokens, native_source.unqualified_names()):
             self.report(
                 ctx,
                 use.start,
                 use.end,
-                f"{_native.describe_use(use.symbol, use.what)}; {TARGET}",
+                f"{native_source.describe_use(use.symbol, use.what)}; {TARGET}",
                 use.symbol,
-                loads=use.symbol.rsplit("::", 1)[-1] in _native.LOADERS,
+                loads=use.symbol.rsplit("::", 1)[-1] in native_source.LOADERS,
             )
 
-    def scan_pods(self, ctx: FileContext, tokens: list[_native.Token]) -> None:
+    def scan_pods(self, ctx: FileContext, tokens: list[native_source.Token]) -> None:
         """`pod 'LibTorch-Lite'` (Podfile) and `s.dependency 'LibTorch'` (.podspec)."""
         pods = {str(p) for p in self.rule.extra.get("pods") or ()}
         for k, tok in enumerate(tokens[:-1]):

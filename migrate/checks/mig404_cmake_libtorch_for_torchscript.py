@@ -4,6 +4,7 @@ TorchScript runtime (migrate.facts.serving)."""
 
 from __future__ import annotations
 
+from migrate.analysis import native_source
 from migrate.checks import _native
 from migrate.checks.base import FileContext
 
@@ -17,9 +18,9 @@ LINK_COMMANDS = frozenset({"target_link_libraries", "link_libraries"})
 class CmakeLibtorchForTorchscript(_native.NativeCheck):
     code = "MIG404"
     prefilter = r"Torch|TORCH_|torch"
-    languages = frozenset({_native.CMAKE})
+    languages = frozenset({native_source.CMAKE})
 
-    def scan(self, ctx: FileContext, tokens: list[_native.Token], lang: str) -> None:
+    def scan(self, ctx: FileContext, tokens: list[native_source.Token], lang: str) -> None:
         for name, args in _commands(tokens):
             command = name.text.lower()
             if command == "find_package" and args and args[0].text == "Torch":
@@ -46,7 +47,7 @@ class CmakeLibtorchForTorchscript(_native.NativeCheck):
                         )
 
 
-def _commands(tokens: list[_native.Token]):
+def _commands(tokens: list[native_source.Token]):
     """(command name token, its argument tokens) for every `name(...)` invocation."""
     k, n = 0, len(tokens)
     while k < n - 1:
@@ -68,9 +69,9 @@ def _commands(tokens: list[_native.Token]):
         k += 1
 
 
-def _merge_refs(args: list[_native.Token]) -> list[_native.Token]:
+def _merge_refs(args: list[native_source.Token]) -> list[native_source.Token]:
     """`$`, `{`, `TORCH_LIBRARIES`, `}` as one token `${TORCH_LIBRARIES}`."""
-    out: list[_native.Token] = []
+    out: list[native_source.Token] = []
     k = 0
     while k < len(args):
         a = args[k]
@@ -82,7 +83,7 @@ def _merge_refs(args: list[_native.Token]) -> list[_native.Token]:
             and args[k + 3].text == "}"
         ):
             name = args[k + 2].text
-            out.append(_native.Token("name", "${" + name + "}", a.start, args[k + 3].end))
+            out.append(native_source.Token("name", "${" + name + "}", a.start, args[k + 3].end))
             k += 4
             continue
         out.append(a)
@@ -90,11 +91,11 @@ def _merge_refs(args: list[_native.Token]) -> list[_native.Token]:
     return out
 
 
-def _links_torch(arg: _native.Token, args: list[_native.Token]) -> bool:
+def _links_torch(arg: native_source.Token, args: list[native_source.Token]) -> bool:
     if arg.kind == "string":
         return "${TORCH_LIBRARIES}" in arg.text
     return arg.text in ("${TORCH_LIBRARIES}", "torch")
 
 
-def _spelling(arg: _native.Token) -> str:
+def _spelling(arg: native_source.Token) -> str:
     return f'"{arg.text}"' if arg.kind == "string" else arg.text

@@ -238,11 +238,11 @@ class RepoFacts:
 
 def build_facts(files: Iterable[SourceFile] | str | os.PathLike[str]) -> RepoFacts:
     """Facts over parsed files (or over every Python file under a folder)."""
-    from migrate.scan.astwalk import DEEP_RECURSION, _recursion_limit
+    from migrate.analysis.astwalk import DEEP_RECURSION, recursion_limit
 
     if isinstance(files, (str, os.PathLike)):
         files = load_tree(files)
-    with _recursion_limit(DEEP_RECURSION):
+    with recursion_limit(DEEP_RECURSION):
         return RepoFacts(Repo.build(list(files)))
 
 

@@ -11,12 +11,12 @@ import functools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from migrate.analysis.astwalk import children, walk_lines
+from migrate.analysis.dataflow import reaching_value
 from migrate.analysis.parsed import ParsedFile, parsed_file
-from migrate.checks._flow import reaching_value
+from migrate.analysis.pyscope import Scope, ScopeTable, shared_table
+from migrate.analysis.textsearch import WholeWords
 from migrate.checks.base import LineIndex, PythonContext
-from migrate.scan.astwalk import children, walk_lines
-from migrate.scan.pyscope import Scope, ScopeTable, shared_table
-from migrate.scan.textsearch import WholeWords
 
 
 @dataclass(frozen=True)
@@ -157,7 +157,7 @@ class FileIndex:
 
     @property
     def ctx(self) -> PythonContext:
-        """A check context over this file, for the per-scope helpers of migrate.checks._flow."""
+        """A check context over this file, for the per-scope helpers of migrate.analysis.dataflow."""
         if self._ctx is None:
             self._ctx = PythonContext(self.display, self.src.text, self.tree, self.table)
         return self._ctx

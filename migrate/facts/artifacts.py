@@ -30,6 +30,8 @@ import sys
 from collections.abc import Collection
 from dataclasses import dataclass, replace
 
+from migrate.analysis.pyscope import Scope, ScopeTable
+from migrate.analysis.textsearch import WholeWords
 from migrate.facts._repo import (
     FileIndex,
     Repo,
@@ -40,8 +42,6 @@ from migrate.facts._repo import (
     unwrap_call,
 )
 from migrate.facts.wrappers import wrapper_sites
-from migrate.scan.pyscope import Scope, ScopeTable
-from migrate.scan.textsearch import WholeWords
 
 SAVE = "torch.jit.save"
 LOADS = {
@@ -217,9 +217,9 @@ def _site(repo: Repo, f: FileIndex, call: ast.Call) -> Site | None:
 
 def _imports_lightning(f: FileIndex) -> bool:
     """The file imports Lightning (the roots MIG140 names), so `.to_torchscript` is its."""
-    from migrate.registry import all_rules
+    from migrate.registry import all_rules, code_with
 
-    roots = set(all_rules()["MIG140"].extra.get("frameworks") or ())
+    roots = set(all_rules()[code_with("framework-producer")].extra.get("frameworks") or ())
     return any(
         qual.split(".")[0] in roots
         for scope in f.table.import_scopes()

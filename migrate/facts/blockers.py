@@ -25,10 +25,10 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from migrate.checks._compile_guard import data_read
+from migrate.analysis.pyscope import Scope
+from migrate.analysis.tensor_reads import data_read
 from migrate.facts._repo import FileIndex, Repo, Span, self_name, terminal_names, unwrap_call
 from migrate.facts.values import CAPTURES, MAKER_WORDS
-from migrate.scan.pyscope import Scope
 
 _CAPTURE_NAMES = terminal_names(CAPTURES)
 DECORATORS = frozenset({"torch.jit.ignore", "torch.jit.unused"})

@@ -19,11 +19,12 @@ import posixpath
 from collections.abc import Callable
 
 from migrate.findings import Finding
+from migrate.registry import code_with, codes_with
 
-NATIVE_RULES = ("MIG401", "MIG402", "MIG403")
-SOURCE_RULES = ("MIG401", "MIG403")  # uses of the runtime a CMake project compiles
-CMAKE_RULE = "MIG404"
-PRODUCER_RULES = ("MIG201", "MIG204")
+NATIVE_RULES = codes_with("native-runtime")
+SOURCE_RULES = codes_with("native-source")  # uses of the runtime a CMake project compiles
+CMAKE_RULE = code_with("cmake-runtime")
+PRODUCER_RULES = codes_with("archive-writer")
 
 # A byte search before tokenizing a source the scan did not report on (a --select run).
 _RUNTIME_BYTES = (b"jit", b"LibTorch", b"torch/script.h")
@@ -128,7 +129,9 @@ AOTI_LINK = (
 def _moving_to_aoti(folder: str, reported: list[Finding]) -> bool:
     """Every runtime use in the project's sources is rewritten to the package loader."""
     mine = [f for f in reported if _inside(f.path, folder)]
-    return bool(mine) and all(f.rule == "MIG401" and f.autofix is not None for f in mine)
+    return bool(mine) and all(
+        f.rule == code_with("aoti-loader") and f.autofix is not None for f in mine
+    )
 
 
 def _inside(path: str, folder: str) -> bool:
@@ -146,11 +149,11 @@ def _reported_use(folder: str, reported: list[Finding]) -> tuple[str, int] | Non
 def _source_use(folder: str) -> tuple[str, int] | None:
     """The first TorchScript runtime use among the C-family sources under `folder`, read
     from disk (a scan that did not select MIG401/MIG403 has no findings to look at)."""
-    from migrate.checks import _native
+    from migrate.analysis import native_source
     from migrate.scan.discover import SKIP_DIRS, Skipped, decode_source, read_checked
 
-    suffixes = _native.C_SUFFIXES + _native.OBJC_SUFFIXES
-    known = _native.unqualified_names()
+    suffixes = native_source.C_SUFFIXES + native_source.OBJC_SUFFIXES
+    known = native_source.unqualified_names()
     tree = os.path.realpath(folder or ".")
     for here, dirs, names in os.walk(folder or ".", followlinks=False):
         dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("."))
@@ -165,7 +168,7 @@ def _source_use(folder: str) -> tuple[str, int] | None:
                 text = decode_source(data)
             except (OSError, Skipped, UnicodeDecodeError, SyntaxError, LookupError):
                 continue
-            uses = _native.cpp_uses(_native.tokenize(text, _native.C), known)
+            uses = native_source.cpp_uses(native_source.tokenize(text, native_source.C), known)
             if uses:
                 line = text.count("\n", 0, uses[0].start) + 1
                 return posixpath.normpath(path.replace(os.sep, "/")), line

@@ -24,6 +24,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from migrate.analysis.pyscope import ScopeTable, resolve_relative
+from migrate.analysis.textsearch import WholeWords
 from migrate.facts._repo import (
     TORCHSCRIPT_MAKERS,
     TORCHSCRIPT_PASSES,
@@ -34,8 +36,6 @@ from migrate.facts._repo import (
     self_name,
     terminal_names,
 )
-from migrate.scan.pyscope import ScopeTable, resolve_relative
-from migrate.scan.textsearch import WholeWords
 
 CAPTURES = frozenset({"torch.jit.script", "torch.jit.trace", "torch.jit.trace_module"})
 TRACES = frozenset({"torch.jit.trace", "torch.jit.trace_module"})

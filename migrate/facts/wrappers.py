@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import ast
 
+from migrate.analysis.textsearch import WholeWords
 from migrate.checks._repo_wrappers import Wrapper, find_wrappers
 from migrate.facts._repo import FileIndex, Repo
-from migrate.scan.textsearch import WholeWords
 
 WRAPPER_API = "wrapper"  # Site.api prefix: "wrapper medlib.utils.save_net_with_metadata"
 

@@ -19,11 +19,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from migrate.analysis.astwalk import walk_lines
 from migrate.analysis.parsed import tree_of
 from migrate.config import ConfigError
 from migrate.fix.fixer import keep_endings, line_opcodes, relocate
 from migrate.fix.settled_branches import collapse_settled_branches
-from migrate.scan.astwalk import walk_lines
 
 if TYPE_CHECKING:
     from migrate.findings import Finding

@@ -32,6 +32,7 @@ from migrate.fix.fixer import (
 from migrate.fix.tidy import configured_line_length, fix_source
 from migrate.pipeline.scan import PlannedScanner
 from migrate.plan.fixplan import attach_unlocks, finding_key, held_with_reverted, plan_fixes
+from migrate.registry import code_with
 from migrate.safe_write import UnsafeOutput, write_atomic
 from migrate.scan.cache import default_cache_folder, digest
 from migrate.scan.discover import Skipped, UsageError, read_checked
@@ -69,13 +70,16 @@ class ApplyResult:
         fixed_paths = {f.path for f in self.fixes if f.error is None}
         # A call of a wrapper that moved in this run, found again in a later round of its
         # file (analysed against the wrapper as it was), is not left either.
-        moved = {a.get("wrapper") for a in self.applied if a.rule == "MIG121"}
+        wrapper_calls = code_with("wrapper-call")
+        moved = {a.get("wrapper") for a in self.applied if a.rule == wrapper_calls}
         left = [
             r
             for f in self.fixes
             if f.error is None
             for r in f.remaining
-            if not (r.rule == "MIG121" and r.get("role") != "wrapper" and r.get("wrapper") in moved)
+            if not (
+                r.rule == wrapper_calls and r.get("role") != "wrapper" and r.get("wrapper") in moved
+            )
         ]
         # A wrapper call fixed with its wrapper (in the wrapper's file) is not left in its own.
         done = {(a.path, a.key) for a in self.applied}

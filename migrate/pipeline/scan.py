@@ -14,10 +14,12 @@ from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 
+from migrate.checks.export.apis import LOAD_RULE, SAVE_RULE, SCRIPT_RULE
 from migrate.findings import Finding, ScanResult
 from migrate.pipeline.planfacts import BackgroundFacts, build_scan_facts, file_hints
 from migrate.plan.fixplan import needs_facts, plan_fixes
 from migrate.plan.units import WITH_UNSAFE
+from migrate.registry import code_with
 from migrate.safe_read import Skipped
 from migrate.scan.discover import decode_source
 from migrate.scan.engine import FileResult, Scanner, ScanOptions, _rare_collections
@@ -25,7 +27,7 @@ from migrate.scan.engine import FileResult, Scanner, ScanOptions, _rare_collecti
 __all__ = ["PlannedScanner", "ScanOptions", "scan"]
 
 # What a wrapper's rewrite under an intent absorbs into its group (MIG121's round trip).
-_WRAPPER_BODY = ("MIG101", "MIG201", "MIG202")
+_WRAPPER_BODY = (SCRIPT_RULE, SAVE_RULE, LOAD_RULE)
 
 
 class PlannedScanner(Scanner):
@@ -89,7 +91,7 @@ class PlannedScanner(Scanner):
             if f.rule in codes:
                 by_path[f.path] = codes
         for f in unplanned:  # a wrapper's rewrite takes its body's findings (MIG121)
-            if f.rule == "MIG121" and f.path in by_path:
+            if f.rule == code_with("wrapper-call") and f.path in by_path:
                 by_path[f.path] = sorted({*codes, *_WRAPPER_BODY} & set(self.codes))
         if not by_path:
             return unplanned

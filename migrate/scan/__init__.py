@@ -5,8 +5,8 @@ Out: a ScanResult (findings with their fixes, error records) and, on the Scanner
 later stages read: the jobs by display path, each file's result (hints for the facts), the
 resolved re-exports and the repository pass's merged facts.
 
-discover.py lists the files (git-aware, excludes); textsearch.py is the text prefilter;
-astwalk.py and pyscope.py parse once and resolve names; checkset.py picks the checks
-(migrate/checks/) and walker.py runs them in one pass; engine.py is the scanner (workers,
-re-exports, repository pass); cache.py keeps results between runs.
+discover.py lists the files (git-aware, excludes); checkset.py picks the checks
+(migrate/checks/) and their text prefilter and walker.py runs them in one pass; engine.py is
+the scanner (workers, re-exports, repository pass); cache.py keeps results between runs. The
+walk, the prefilter's search and the name resolution live in migrate/analysis/.
 """

@@ -8,10 +8,10 @@ import re
 from collections.abc import Iterable
 from pathlib import PurePosixPath
 
+from migrate.analysis.textsearch import WordSearch
 from migrate.checks import check_classes
 from migrate.checks.base import PythonCheck, TextCheck
 from migrate.registry import all_rules
-from migrate.scan.textsearch import WordSearch
 
 # Every TorchScript API spelling contains one of these; files without them are not parsed.
 TORCHSCRIPT_WORDS = (

@@ -23,7 +23,9 @@ from itertools import islice
 from pathlib import Path, PurePosixPath
 
 from migrate.analysis import parsed as parse_once
+from migrate.analysis.astwalk import DEEP_RECURSION, recursion_limit, walk_lines
 from migrate.analysis.parsed import GC_THRESHOLDS, KEEP_BYTES, parsed_file
+from migrate.analysis.pyscope import ScopeTable, shared_table
 from migrate.checks.base import (
     FileContext,
     PythonContext,
@@ -32,7 +34,6 @@ from migrate.checks.base import (
 )
 from migrate.findings import FileError, Finding, ScanResult
 from migrate.registry import Rule, all_rules, select_codes
-from migrate.scan.astwalk import DEEP_RECURSION, _recursion_limit, walk_lines
 from migrate.scan.cache import ResultCache, default_cache_folder, digest, stat_key
 from migrate.scan.checkset import TORCHSCRIPT_WORDS, CheckSet  # noqa: F401 (also imported from here)
 from migrate.scan.discover import (
@@ -48,7 +49,6 @@ from migrate.scan.discover import (
     read_checked,
     read_source,
 )
-from migrate.scan.pyscope import ScopeTable, shared_table
 from migrate.scan.walker import Walker
 
 # Searched in "\n" + text: a literal first character lets the regex engine skip ahead.
@@ -144,7 +144,7 @@ def analyze_python(
     hints: Callable[[str, ast.Module, ScopeTable], tuple[bool, bool]] | None = None,
 ) -> FileResult:
     result = FileResult(display)
-    with _recursion_limit(DEEP_RECURSION):
+    with recursion_limit(DEEP_RECURSION):
         try:
             # Parsed once per scan: a later stage asking for this text gets this tree.
             parsed = parsed_file(display, text)
@@ -205,7 +205,7 @@ def _export_table(
 ) -> _ExportTable | None:
     """Only what a module re-exports (no checks run): for modules read but not reported."""
     try:
-        with _recursion_limit(DEEP_RECURSION):
+        with recursion_limit(DEEP_RECURSION):
             # Only module-level names can be re-exported, and only through module-level
             # imports: function bodies are neither walked nor followed.
             table = shared_table(parsed_file(path, text), module, is_package, module_only=True)

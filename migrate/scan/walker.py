@@ -8,10 +8,10 @@ import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator
 
+from migrate.analysis.astwalk import children
+from migrate.analysis.textsearch import as_literal, is_word_char
 from migrate.checks.base import PythonCheck, PythonContext, Reference
-from migrate.scan.astwalk import children
 from migrate.scan.checkset import CheckSet
-from migrate.scan.textsearch import as_literal, is_word_char
 
 # The node types whose children include statements: the only place the walk prunes.
 _BLOCKS = frozenset(

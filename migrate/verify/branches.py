@@ -145,13 +145,34 @@ def _source_of(module: torch.nn.Module) -> str:
     return textwrap.dedent(inspect.getsource(type(module)))
 
 
+def _conditions_in(text: str, class_names: Iterable[str], path: str = "model.py") -> list[dict]:
+    """The conditions the data-dependent-branch rule finds in a file when `class_names` count
+    as captured, run by the scanner as it runs every check."""
+    from migrate.registry import codes_with
+    from migrate.scan.engine import CheckSet, analyze_python
+
+    facts = {"captured_classes": frozenset(class_names)}
+    result = analyze_python(path, text, CheckSet(list(codes_with("data-branch"))), repo_facts=facts)
+    if result.error:
+        raise SyntaxError(result.error)
+    return [
+        {
+            "function": f.get("function"),
+            "line": f.line,
+            "condition": f.get("condition"),
+            "kind": f.get("kind"),
+            "fix": f.fix.value,
+            "reason": f.get("reason"),
+        }
+        for f in sorted(result.findings, key=lambda f: (f.line, f.column))
+    ]
+
+
 def find_conditions(module: torch.nn.Module, source: str | None = None) -> list[BranchCondition]:
     """The data-dependent conditions of `type(module).forward` and the helpers it calls."""
-    from migrate.checks.mig131_data_dependent_branch import analyze_source
-
     text = source if source is not None else _source_of(module)
     out = []
-    for hit in analyze_source(text, [type(module).__name__]):
+    for hit in _conditions_in(text, [type(module).__name__]):
         out.append(
             BranchCondition(
                 hit["function"],

@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from migrate.checks._flow import (
+from migrate.analysis.dataflow import (
     alternative_bindings,
     assignments,
     available_at,
@@ -34,6 +34,7 @@ from migrate.checks.base import Edit, PythonContext
 from migrate.checks.export.apis import (
     CAPTURE_RULES,
     JIT_CAPTURES,
+    SCRIPT_RULE,
     TRACE_PARAMS,
     bind_args,
     captured_module,
@@ -104,7 +105,7 @@ def alternatives_fix(ctx: PythonContext, found: Alternatives) -> FixBuilder:
     fix = FixBuilder()
     scope = ctx.table.scope_for(call)
     for capture in found.captures:
-        fix.member(CAPTURE_RULES.get(ctx.qualname(capture.func) or "", "MIG101"), capture)
+        fix.member(CAPTURE_RULES.get(ctx.qualname(capture.func) or "", SCRIPT_RULE), capture)
     uses, problem = name_uses(ctx, found.bindings[0], found.name, scope, found.bindings[1:])
     if problem is not None:
         return fix.fail(problem)

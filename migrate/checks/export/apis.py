@@ -6,14 +6,18 @@ from __future__ import annotations
 import ast
 
 from migrate.checks.base import PythonContext
+from migrate.registry import code_for, code_with
 
 # The captures the rewrites turn into exports, and the rule reporting each.
 JIT_CAPTURES = frozenset({"torch.jit.trace", "torch.jit.trace_module", "torch.jit.script"})
-CAPTURE_RULES = {
-    "torch.jit.script": "MIG101",
-    "torch.jit.trace": "MIG102",
-    "torch.jit.trace_module": "MIG103",
-}
+CAPTURE_RULES = {api: code_for("capture", api) for api in sorted(JIT_CAPTURES)}
+SCRIPT_RULE = CAPTURE_RULES["torch.jit.script"]
+TRACE_RULE = CAPTURE_RULES["torch.jit.trace"]
+# The rules of the calls a capture's rewrite moves with it, as the rules' data name them.
+SAVE_RULE = code_for("producer", "torch.jit.save")
+LOAD_RULE = code_for("consumer", "torch.jit.load")
+MOBILE_RULE = code_with("mobile")
+LITE_SAVE_RULE = code_with("lite-save")
 # Passes whose result is the module they were given, still TorchScript.
 JIT_PASSES = frozenset({"torch.jit.freeze", "torch.jit.optimize_for_inference"})
 # Calls whose result is already an ExportedProgram.

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import ast
 
+from migrate.analysis.dataflow import bound_name, global_reads, parent
 from migrate.checks._drop_route import TORCHSCRIPT_ATTRIBUTES
 from migrate.checks._edits import replace_with_arg
-from migrate.checks._flow import bound_name, global_reads, parent
 from migrate.checks._selfcompare import self_comparison
 from migrate.checks.base import Edit, PythonContext
 from migrate.checks.export.alternatives import alternatives_fix, alternatives_of
-from migrate.checks.export.apis import CAPTURE_RULES, captured_module
+from migrate.checks.export.apis import CAPTURE_RULES, SCRIPT_RULE, captured_module
 from migrate.checks.export.builder import FixBuilder, short
 from migrate.checks.export.exports import script_export, trace_export, trace_module_export
 from migrate.checks.export.inputs import recorded_dynamic_shapes
@@ -60,7 +60,7 @@ def _capture_fix(ctx: PythonContext, call: ast.Call) -> FixBuilder:
         return fix.fail(where)
     if global_uses is not None:
         uses = global_uses
-    fix.member(CAPTURE_RULES.get(qual or "", "MIG101"), call)
+    fix.member(CAPTURE_RULES.get(qual or "", SCRIPT_RULE), call)
     module = captured_module(ctx, call, qual)
     calls = [parent(ctx, u) for u in uses]
     called = [

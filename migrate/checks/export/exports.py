@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import ast
 
-from migrate.checks._flow import available_at, is_pure, parent, statement_of
+from migrate.analysis.dataflow import available_at, is_pure, parent, statement_of
+from migrate.analysis.pyscope import Scope
 from migrate.checks.base import PythonContext
 from migrate.checks.export.apis import TRACE_MODULE_PARAMS, TRACE_ONLY, TRACE_PARAMS, bind_args
 from migrate.checks.export.builder import short
@@ -18,7 +19,6 @@ from migrate.checks.export.inputs import (
     tuple_display,
 )
 from migrate.checks.export.spelling import export_call
-from migrate.scan.pyscope import Scope
 
 
 def not_a_module(ctx: PythonContext, expr: ast.expr, scope: Scope) -> str | None:

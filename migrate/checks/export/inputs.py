@@ -7,12 +7,12 @@ from __future__ import annotations
 import ast
 import sys
 
+from migrate.analysis.dataflow import is_free, is_pure, parent, value_origin
+from migrate.analysis.pyscope import Scope
 from migrate.checks import _static_inputs as static_inputs
-from migrate.checks._flow import is_free, is_pure, parent, value_origin
 from migrate.checks.base import PythonContext
 from migrate.checks.export.builder import FixBuilder
 from migrate.checks.export.spelling import export_call
-from migrate.scan.pyscope import Scope
 
 # Calls that make a tensor, and tensor methods that give one back: an example input built
 # with them is one input, not a tuple of inputs.

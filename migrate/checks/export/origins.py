@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from migrate.checks._flow import value_origin
+from migrate.analysis.dataflow import value_origin
 from migrate.checks.base import PythonContext
 from migrate.checks.export.alternatives import capture_of
 from migrate.checks.export.apis import EP_MAKERS, JIT_CAPTURES, JIT_PASSES, OPTIMIZE_FOR_MOBILE

@@ -22,8 +22,7 @@ from __future__ import annotations
 
 import ast
 
-from migrate.checks._edits import delete_lines, drop_statement
-from migrate.checks._flow import (
+from migrate.analysis.dataflow import (
     assignments,
     available_at,
     block_of,
@@ -35,10 +34,12 @@ from migrate.checks._flow import (
     statement_of,
     value_origin,
 )
+from migrate.analysis.pyscope import Scope
+from migrate.checks._edits import delete_lines, drop_statement
 from migrate.checks._selfcompare import is_comparator
 from migrate.checks.base import Edit, PythonContext
+from migrate.checks.export.apis import LOAD_RULE, SAVE_RULE
 from migrate.checks.export.spelling import renamed_path
-from migrate.scan.pyscope import Scope
 
 # Calls whose result export takes as an input (tensors, and what builds them).
 _TORCH = "torch"
@@ -269,8 +270,8 @@ def round_trip_fix(ctx: PythonContext, capture: ast.Call, module: ast.expr, foun
         index = structures.index(key)
         if index:
             fix.edits.append(Edit(*ctx.span(call.func), names[index]))
-    fix.member("MIG201", save_stmt.value)
-    fix.member("MIG202", load_stmt.value)  # type: ignore[attr-defined]
+    fix.member(SAVE_RULE, save_stmt.value)
+    fix.member(LOAD_RULE, load_stmt.value)  # type: ignore[attr-defined]
     fix.applicability = "unsafe"
     fix.round_trip = True
     many = len(structures) > 1

@@ -7,13 +7,13 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from migrate.checks._compile_guard import data_read
-from migrate.checks._flow import value_origin
+from migrate.analysis.dataflow import value_origin
+from migrate.analysis.pyscope import Scope
+from migrate.analysis.tensor_reads import data_read
 from migrate.checks.base import PythonContext
 from migrate.checks.export.apis import TRACE_MODULE_PARAMS, TRACE_PARAMS, bind_args
 from migrate.checks.export.builder import FixBuilder
 from migrate.checks.export.inputs import is_tensor_expr
-from migrate.scan.pyscope import Scope
 
 _SHAPED_FACTORIES = frozenset(
     f"torch.{n}" for n in "randn rand zeros ones empty full randint".split()

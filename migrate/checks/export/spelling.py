@@ -6,10 +6,10 @@ from __future__ import annotations
 import ast
 import re
 
-from migrate.checks._flow import is_free
+from migrate.analysis.dataflow import is_free
+from migrate.analysis.pyscope import Scope
 from migrate.checks.base import PythonContext
 from migrate.checks.export.builder import FixBuilder, short
-from migrate.scan.pyscope import Scope
 
 _PATH_SUFFIX = re.compile(r"\.(?P<ext>pth?|ptl)(?P<end>'''|\"\"\"|'|\")(?P<close>\s*\)?)$")
 

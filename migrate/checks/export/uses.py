@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 
-from migrate.checks._flow import (
+from migrate.analysis.dataflow import (
     alternative_bindings,
     assignments,
     bound_name,
@@ -16,12 +16,19 @@ from migrate.checks._flow import (
     parent,
     pos,
 )
+from migrate.analysis.pyscope import Scope
 from migrate.checks.base import Edit, PythonContext
-from migrate.checks.export.apis import LITE_SAVES, OPTIMIZE_FOR_MOBILE, bind_args
+from migrate.checks.export.apis import (
+    LITE_SAVE_RULE,
+    LITE_SAVES,
+    MOBILE_RULE,
+    OPTIMIZE_FOR_MOBILE,
+    SAVE_RULE,
+    bind_args,
+)
 from migrate.checks.export.builder import FixBuilder, short
 from migrate.checks.export.inputs import recorded_hooks
 from migrate.checks.export.spelling import lowered, renamed_path, write_bytes
-from migrate.scan.pyscope import Scope
 
 
 def result_uses(
@@ -68,7 +75,7 @@ def program_use(
     if isinstance(holder, ast.Call) and holder.args and holder.args[0] is use:
         qual = ctx.qualname(holder.func)
         if qual == "torch.jit.save":
-            fix.member("MIG201", holder)
+            fix.member(SAVE_RULE, holder)
             return jit_save_edits(ctx, holder, scope, fix)
         if qual in ("torch.export.save", "executorch.exir.to_edge_transform_and_lower"):
             return False
@@ -79,7 +86,7 @@ def program_use(
         method = parent(ctx, holder)
         if isinstance(method, ast.Call) and method.func is holder:
             if holder.attr == "save":
-                fix.member("MIG201", method)
+                fix.member(SAVE_RULE, method)
                 return method_save(ctx, method, value, scope, fix)
             if holder.attr in LITE_SAVES:
                 program = lowered(ctx, fix, value, scope)
@@ -154,7 +161,7 @@ def lite_save(
     """`x._save_for_lite_interpreter(path)` -> write the ExecuTorch buffer to a .pte."""
     assert isinstance(call.func, ast.Attribute)
     if call.func.attr == "_save_for_lite_interpreter":
-        fix.member("MIG204", call)
+        fix.member(LITE_SAVE_RULE, call)
     if call.func.attr == "_save_to_buffer_for_lite_interpreter":
         if call.args or call.keywords:
             fix.fail(_lite_options(call, 0))
@@ -233,7 +240,7 @@ def mobile_fix(
     ctx: PythonContext, call: ast.Call, program: str, scope: Scope, fix: FixBuilder
 ) -> None:
     """`optimize_for_mobile(ep)` and the lite-interpreter saves of its result."""
-    fix.member("MIG203", call)
+    fix.member(MOBILE_RULE, call)
     bound = bind_args(
         call, ("script_module", "optimization_blocklist", "preserved_methods", "backend")
     )

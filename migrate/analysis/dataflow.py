@@ -10,10 +10,21 @@ from __future__ import annotations
 
 import ast
 from bisect import bisect_right
+from typing import Protocol
 
-from migrate.checks.base import PythonContext
-from migrate.scan.astwalk import children
-from migrate.scan.pyscope import Scope
+from migrate.analysis.astwalk import children
+from migrate.analysis.pyscope import Scope, ScopeTable
+
+
+class PythonContext(Protocol):
+    """What these helpers read of a file: its tree, its scope table and the names it resolves
+    (a check's context is one; so is the facts' view of a parsed file)."""
+
+    tree: ast.Module
+    table: ScopeTable
+
+    def qualname(self, expr: ast.AST) -> str | None: ...
+
 
 # Calls whose result is a TorchScript module (or, after the rewrite, an exported program).
 CAPTURE_CALLS = frozenset(

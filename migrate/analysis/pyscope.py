@@ -13,8 +13,8 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
+from migrate.analysis.astwalk import children, lines_matching
 from migrate.analysis.parsed import ParsedFile
-from migrate.scan.astwalk import children, lines_matching
 
 # A binding is the qualified name an identifier stands for, or None for "a local value".
 Binding = str | None

@@ -158,7 +158,7 @@ DEEP_RECURSION = 20_000 if sys.version_info >= (3, 11) else 6_000
 
 
 @contextmanager
-def _recursion_limit(limit: int) -> Iterator[None]:
+def recursion_limit(limit: int) -> Iterator[None]:
     old = sys.getrecursionlimit()
     if old >= limit:
         yield
