@@ -393,7 +393,8 @@ def test_traces_export_cannot_take_are_skipped_and_the_others_export(tmp_path):
     skipped = {
         f.name
         for f in tree.body
-        if isinstance(f, ast.FunctionDef) and any("skip" in ast.unparse(d) for d in f.decorator_list)
+        if isinstance(f, ast.FunctionDef)
+        and any("skip" in ast.unparse(d) for d in f.decorator_list)
     }
     assert skipped == {"test_function", "test_rank", "test_size_one"}
     (other,) = [f for f in tree.body if getattr(f, "name", "") == "test_other_sizes"]

@@ -181,8 +181,7 @@ def _shape(ctx: PythonContext, expr: ast.expr) -> tuple[int | None, ...] | None:
     if not sizes or any(isinstance(s, ast.Starred) for s in sizes):
         return None
     return tuple(
-        s.value if isinstance(s, ast.Constant) and type(s.value) is int else None
-        for s in sizes
+        s.value if isinstance(s, ast.Constant) and type(s.value) is int else None for s in sizes
     )
 
 
