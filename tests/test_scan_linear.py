@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from migrate.checks._repo_wrappers import Wrapper
+from migrate.checks.repository_wrappers import Wrapper
 from migrate.scan import engine
 from tests.scan_support import invoke, write_tree
 

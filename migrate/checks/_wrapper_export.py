@@ -28,7 +28,7 @@ import ast
 from dataclasses import dataclass, field
 
 from migrate.analysis.dataflow import bound_name, name_uses, parent
-from migrate.checks._repo_wrappers import LOADS, SAVE, Wrapper
+from migrate.checks.repository_wrappers import LOADS, SAVE, Wrapper
 from migrate.checks.base import Edit, PythonContext
 from migrate.checks.export.apis import LOAD_RULE, SAVE_RULE, SCRIPT_RULE
 from migrate.checks.export.builder import FixBuilder

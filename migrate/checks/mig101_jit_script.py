@@ -13,7 +13,7 @@ from migrate.checks import _static_inputs as static_inputs
 from migrate.checks._drop_route import fallback, report_under_drop, torchscript_use
 from migrate.checks._edits import drop_statement, remove_decorator, replace, replace_with_arg
 from migrate.checks._parametrize import parametrized_values
-from migrate.checks._repo_wrappers import repository_index
+from migrate.checks.repository_wrappers import repository_index
 from migrate.checks._selfcompare import self_comparison
 from migrate.checks._testcode import in_test
 from migrate.checks.base import Edit, PythonCheck, PythonContext, Reference

@@ -1,6 +1,6 @@
 """MIG121: calls of the repository's own TorchScript wrappers (issue 27 item 7).
 
-A wrapper (migrate.checks._repo_wrappers: a function whose parameter is scripted, traced,
+A wrapper (migrate.checks.repository_wrappers: a function whose parameter is scripted, traced,
 saved or loaded) makes each of its call sites a capture, producer or consumer, wherever it
 is called. Which functions are wrappers is a repository fact: each parsed file tells its
 wrappers, its re-exports and the functions it calls (`ctx.facts`); files that call a wrapper
@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from migrate.analysis.astwalk import walk_lines
 from migrate.analysis.textsearch import WholeWords
 from migrate.checks._drop_route import eager_route
-from migrate.checks._repo_wrappers import (
+from migrate.checks.repository_wrappers import (
     CALLS,
     REEXPORTS,
     WRAPPERS,

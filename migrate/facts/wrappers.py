@@ -6,7 +6,7 @@ producer of the file that call names; one of a wrapper that loads from its path 
 a consumer. Their keys are evaluated at the call site, as any other path is (literals,
 constants, imported ones...), so a wrapper that saves and a wrapper that loads, or a plain
 `torch.jit.load`, of one path are linked. The wrappers are found by
-migrate.checks._repo_wrappers (MIG121 reports the same calls); callees are resolved through
+migrate.checks.repository_wrappers (MIG121 reports the same calls); callees are resolved through
 imports and package re-exports (Repo.module_binding).
 """
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 
 from migrate.analysis.textsearch import WholeWords
-from migrate.checks._repo_wrappers import Wrapper, find_wrappers
+from migrate.checks.repository_wrappers import Wrapper, find_wrappers
 from migrate.facts._repo import FileIndex, Repo
 
 WRAPPER_API = "wrapper"  # Site.api prefix: "wrapper medlib.utils.save_net_with_metadata"
