@@ -28,11 +28,11 @@ import ast
 from dataclasses import dataclass, field
 
 from migrate.analysis.dataflow import bound_name, name_uses, parent
-from migrate.checks.repository_wrappers import LOADS, SAVE, Wrapper
 from migrate.checks.base import Edit, PythonContext
 from migrate.checks.export.apis import LOAD_RULE, SAVE_RULE, SCRIPT_RULE
 from migrate.checks.export.builder import FixBuilder
 from migrate.checks.export.uses import jit_save_edits, method_save
+from migrate.checks.repository_wrappers import LOADS, SAVE, Wrapper
 from migrate.findings import ImportSpec
 
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)

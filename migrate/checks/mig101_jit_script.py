@@ -13,12 +13,12 @@ from migrate.checks import _static_inputs as static_inputs
 from migrate.checks._drop_route import fallback, report_under_drop, torchscript_use
 from migrate.checks._edits import drop_statement, remove_decorator, replace, replace_with_arg
 from migrate.checks._parametrize import parametrized_values
-from migrate.checks.repository_wrappers import repository_index
 from migrate.checks._selfcompare import self_comparison
 from migrate.checks._testcode import in_test
 from migrate.checks.base import Edit, PythonCheck, PythonContext, Reference
 from migrate.checks.export.captures import HOLDS_MODULE, HOLDS_PROGRAM, capture_fix
 from migrate.checks.export.uses import result_uses
+from migrate.checks.repository_wrappers import repository_index
 from migrate.findings import FixKind
 
 ASKED = "MIG101.imported_targets"  # qualnames scripted by a file, defined elsewhere

@@ -20,6 +20,9 @@ from collections.abc import Callable, Mapping
 from migrate.analysis.astwalk import walk_lines
 from migrate.analysis.textsearch import WholeWords
 from migrate.checks._drop_route import eager_route
+from migrate.checks._wrapper_export import export_rewrites, result_saves
+from migrate.checks.base import Edit, GroupFix, PythonCheck, PythonContext
+from migrate.checks.export.apis import LOAD_RULE, SAVE_RULE, SCRIPT_RULE, TRACE_RULE
 from migrate.checks.repository_wrappers import (
     CALLS,
     REEXPORTS,
@@ -30,9 +33,6 @@ from migrate.checks.repository_wrappers import (
     repository_wrappers,
     round_trip,
 )
-from migrate.checks._wrapper_export import export_rewrites, result_saves
-from migrate.checks.base import Edit, GroupFix, PythonCheck, PythonContext
-from migrate.checks.export.apis import LOAD_RULE, SAVE_RULE, SCRIPT_RULE, TRACE_RULE
 from migrate.findings import Applicability, Fix, FixKind
 
 __all__ = ["CALLS", "REEXPORTS", "WRAPPERS", "RepositoryWrapperCall", "hold_reason"]
