@@ -781,7 +781,7 @@ def test_git_work_tree_from_a_subfolder(tmp_path):
 
 def test_apply_units_writes_exactly_the_units_given(tmp_path):
     from migrate.findings import Edit
-    from migrate.fix.fixer import WITH_UNSAFE, _Unit, apply_units, fix_units
+    from migrate.fix.fixer import WITH_UNSAFE, FixUnit, apply_units, fix_units
     from migrate.pipeline.scan import PlannedScanner as Scanner
     from migrate.scan.engine import ScanOptions
 
@@ -798,7 +798,7 @@ def test_apply_units_writes_exactly_the_units_given(tmp_path):
     everything = apply_units(path, source, units)
     assert "torch.jit" not in everything
     annotate = by_rule["MIG111"].edits[0]
-    clash = _Unit(by_rule["MIG101"].findings, [Edit(annotate.start, annotate.end + 1, "x")])
+    clash = FixUnit(by_rule["MIG101"].findings, [Edit(annotate.start, annotate.end + 1, "x")])
     with pytest.raises(ValueError, match="overlap"):
         apply_units(path, source, [by_rule["MIG111"], clash])
 

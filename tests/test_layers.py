@@ -305,6 +305,37 @@ def test_a_private_module_is_imported_only_from_its_own_package(tmp_path):
     ]
 
 
+def private_names(root: Path) -> list[str]:
+    """`from migrate.scan.engine import _helper` in another package: a private name used
+    across packages (the owner makes it public, or it moves down)."""
+    found = []
+    for module, (path, _) in sorted(modules(root).items()):
+        package = (module.split(".") + [""])[1]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ImportFrom) or not (node.module or "").startswith(
+                "migrate."
+            ):
+                continue
+            if node.module.split(".")[1] == package:  # type: ignore[union-attr]
+                continue
+            for alias in node.names:
+                if alias.name.startswith("_") and not alias.name.startswith("__"):
+                    found.append(f"{module} imports {alias.name} from {node.module}")
+    return found
+
+
+def test_no_private_name_is_imported_from_another_package(tmp_path):
+    assert private_names(PACKAGE) == []
+    files = {
+        **CLEAN,
+        "scan/walker.py": "def _walk(): pass\n",
+        "fix/fixer.py": "from migrate.scan.walker import _walk\n",
+    }
+    assert private_names(_package(tmp_path, files)) == [
+        "migrate.fix.fixer imports _walk from migrate.scan.walker"
+    ]
+
+
 def test_a_module_loaded_by_name_is_an_import(tmp_path):
     late = (
         "import importlib\n"

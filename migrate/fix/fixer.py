@@ -29,8 +29,8 @@ from migrate.findings import Applicability, Finding, ImportSpec
 from migrate.plan.units import (  # noqa: F401 (WITH_UNSAFE, fixable: also imported from here)
     WITH_UNSAFE,
     WRITABLE,
+    FixUnit,
     Held,
-    _Unit,
     fix_units,
     fixable,
 )
@@ -200,7 +200,7 @@ def choose_edits(
     return take_units(units)
 
 
-def take_units(units: list[_Unit]) -> tuple[list[Finding], list[Edit]]:
+def take_units(units: list[FixUnit]) -> tuple[list[Finding], list[Edit]]:
     taken: list[Finding] = []
     spans = _Spans()
     edits: list[Edit] = []
@@ -790,7 +790,7 @@ def _ends_header(line: str) -> bool:
     return code.endswith(":")
 
 
-def apply_units(path: str, text: str, units: Iterable[_Unit], newline: str = "\n") -> str:
+def apply_units(path: str, text: str, units: Iterable[FixUnit], newline: str = "\n") -> str:
     """The file's text with exactly these units written (one round, no re-analysis), or
     ValueError naming why it cannot be (overlapping edits, invalid code): `apply --test`
     builds each trial's files from a subset of the units this way."""

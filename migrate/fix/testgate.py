@@ -449,7 +449,7 @@ class Reverted:
 
 @dataclass
 class GateReport:
-    units: list  # the units the gate was given (fixer._Unit)
+    units: list  # the units the gate was given (fixer.FixUnit)
     kept: list[int] = field(default_factory=list)
     reverted: list[Reverted] = field(default_factory=list)
     flaky: dict[str, str] = field(default_factory=dict)
@@ -586,7 +586,7 @@ class Gate:
                         "test runs; migrate one repository at a time"
                     ) from None
                 # A unit's edits are in its file and in those of the wrapper calls riding on
-                # it that pass example inputs (plan.units: _Unit.paths).
+                # it that pass example inputs (plan.units: FixUnit.paths).
                 mine = [i for i, u in enumerate(units) if display in u.paths]
                 files.append(FileState(display, path, copy / rel, decoded, mine))
             self._copy = copy

@@ -36,7 +36,7 @@ from migrate.registry import code_with
 from migrate.safe_write import UnsafeOutput, write_atomic
 from migrate.scan.cache import default_cache_folder, digest
 from migrate.scan.discover import Skipped, UsageError, read_checked
-from migrate.scan.engine import Scanner, ScanOptions, _rare_collections
+from migrate.scan.engine import Scanner, ScanOptions, rare_collections
 
 
 @dataclass
@@ -167,7 +167,7 @@ def run_apply(
     )
     # The scan's trees stay alive while the fixes are written: the collector would walk them
     # again and again as the fixer and tidy allocate, so its rare collections hold throughout.
-    with _rare_collections():
+    with rare_collections():
         if dry_run:
             return run()
         with tree_locks(paths):

@@ -22,7 +22,7 @@ from migrate.plan.units import WITH_UNSAFE
 from migrate.registry import code_with
 from migrate.safe_read import Skipped
 from migrate.scan.discover import decode_source
-from migrate.scan.engine import FileResult, Scanner, ScanOptions, _rare_collections
+from migrate.scan.engine import FileResult, Scanner, ScanOptions, rare_collections
 
 __all__ = ["PlannedScanner", "ScanOptions", "scan"]
 
@@ -39,7 +39,7 @@ class PlannedScanner(Scanner):
     def scan(self, paths: Iterable[str | Path]) -> ScanResult:
         self._facts = None
         self._background: BackgroundFacts | None = None
-        with _rare_collections():
+        with rare_collections():
             return self._plan(self._scan(list(paths)))
 
     def pool_pass_starts(self, results: dict[str, FileResult]) -> None:

@@ -35,7 +35,7 @@ def fixable(finding: Finding, allowed: Collection[Applicability] = WRITABLE) -> 
 
 
 @dataclass
-class _Unit:
+class FixUnit:
     """What is written whole or not at all: one finding's fix, or one group's."""
 
     findings: list[Finding]
@@ -62,11 +62,11 @@ class _Unit:
                     out.append(f.path)
         return out
 
-    def view(self, path: str) -> _Unit:
+    def view(self, path: str) -> FixUnit:
         """What this unit writes in one file: in its own, its edits and findings with the
         riders that need no edit (counted there); in a rider's file, that rider's edits."""
         if path == self.path:
-            return _Unit(
+            return FixUnit(
                 [f for f in self.findings if f.path == path or not _edits_of(f)],
                 [
                     *self.edits,
@@ -74,7 +74,7 @@ class _Unit:
                 ],
             )
         mine = [f for f in self.findings if f.path == path and _rider_edits(f)]
-        return _Unit(mine, sorted(e for f in mine for e in _rider_edits(f)))
+        return FixUnit(mine, sorted(e for f in mine for e in _rider_edits(f)))
 
 
 def _rider_edits(f: Finding) -> tuple[Edit, ...]:
@@ -87,10 +87,10 @@ def _edits_of(f: Finding) -> tuple[Edit, ...]:
 
 def fix_units(
     findings: Iterable[Finding], allowed: Collection[Applicability] = WRITABLE
-) -> tuple[list[_Unit], list[Held]]:
+) -> tuple[list[FixUnit], list[Held]]:
     """Gather the writable fixes into units; a group missing a member, or with a member this
     run may not write, is held back whole (ruff's isolation groups)."""
-    singles: list[_Unit] = []
+    singles: list[FixUnit] = []
     groups: dict[tuple[str, str], list[Finding]] = {}
     held: list[Held] = []
     present: set[tuple[str, str]] = set()  # findings with a fix to write
@@ -107,7 +107,7 @@ def fix_units(
         if f.autofix.group is not None:
             groups.setdefault((f.path, f.autofix.group), []).append(f)
         elif f.autofix.applicability in allowed:
-            singles.append(_Unit([f], list(f.autofix.edits)))
+            singles.append(FixUnit([f], list(f.autofix.edits)))
         else:
             held.append(Held(f, _not_allowed(f)))
     for members in groups.values():
@@ -116,15 +116,18 @@ def fix_units(
             held.extend(Held(m, reason) for m in members)
             continue
         edits = sorted({e for m in members for e in m.autofix.edits})  # type: ignore[union-attr]
-        singles.append(_Unit(members, edits))
+        singles.append(FixUnit(members, edits))
     if riders:
         return _join_riders(singles, riders, held, allowed)
     return singles, held
 
 
 def _join_riders(
-    units: list[_Unit], riders: list[Finding], held: list[Held], allowed: Collection[Applicability]
-) -> tuple[list[_Unit], list[Held]]:
+    units: list[FixUnit],
+    riders: list[Finding],
+    held: list[Held],
+    allowed: Collection[Applicability],
+) -> tuple[list[FixUnit], list[Held]]:
     """Each rider joins the units of the findings it rides on (merged into one: they are
     written and reverted together); one whose findings are not all written is held."""
     where = {(f.path, f.key): i for i, u in enumerate(units) for f in u.findings}
@@ -152,11 +155,11 @@ def _join_riders(
         for i in found[1:]:
             parent[root(i)] = first  # type: ignore[arg-type]
         joined.append((r, found[0]))  # type: ignore[arg-type]
-    merged: dict[int, _Unit] = {}
+    merged: dict[int, FixUnit] = {}
     for i, u in enumerate(units):
         into = merged.get(root(i))
         if into is None:
-            merged[root(i)] = _Unit(list(u.findings), list(u.edits))
+            merged[root(i)] = FixUnit(list(u.findings), list(u.edits))
         else:
             into.findings.extend(u.findings)
             into.edits = sorted({*into.edits, *u.edits})

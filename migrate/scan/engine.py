@@ -331,7 +331,7 @@ _SCAN_GC_THRESHOLDS = GC_THRESHOLDS
 
 
 @contextmanager
-def _rare_collections() -> Iterator[None]:
+def rare_collections() -> Iterator[None]:
     old = gc.get_threshold()
     gc.set_threshold(*_SCAN_GC_THRESHOLDS)
     try:
@@ -614,7 +614,7 @@ class Scanner:
         return results
 
     def scan(self, paths: Iterable[str | Path]) -> ScanResult:
-        with _rare_collections():
+        with rare_collections():
             return self._scan(list(paths))
 
     def _scan(self, paths: list[str | Path]) -> ScanResult:
