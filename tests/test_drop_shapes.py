@@ -400,3 +400,40 @@ def test_traces_export_cannot_take_are_skipped_and_the_others_export(tmp_path):
     (other,) = [f for f in tree.body if getattr(f, "name", "") == "test_other_sizes"]
     assert "torch.export.export(" in ast.unparse(other) and "Dim.AUTO" in ast.unparse(other)
     assert test.count("torch.export.export(") == 1
+
+
+def test_an_asserted_trace_export_cannot_take_goes_and_the_tests_other_checks_stay(tmp_path):
+    """`assert torch.jit.trace(m, x)` at the end of a test that checks other things: where
+    export cannot take it, that line goes (the rest of the test still runs and checks); a
+    test whose only check it is gets skipped."""
+    files = {
+        "tests/test_norm.py": """\
+            import torch
+
+
+            class Norm(torch.nn.Module):
+                def forward(self, x):
+                    if x.sum().item() > 0:
+                        return x / x.sum()
+                    return x
+
+
+            def test_norm():
+                norm = Norm()
+                x = torch.rand(4, 3)
+                assert torch.allclose(norm(x).sum(), torch.tensor(1.0))
+                assert torch.jit.trace(norm, x)
+
+
+            def test_only_traces():
+                assert torch.jit.trace(Norm(), torch.rand(4, 3))
+            """,
+    }
+    test = _applied(tmp_path, files)["tests/test_norm.py"]
+    tree = ast.parse(test)
+    functions = {f.name: f for f in tree.body if isinstance(f, ast.FunctionDef)}
+    kept = ast.unparse(functions["test_norm"])
+    assert "torch.jit" not in kept and "torch.allclose(norm(x).sum()" in kept
+    assert not functions["test_norm"].decorator_list
+    assert functions["test_only_traces"].decorator_list  # skipped, saying why
+    assert "TorchScript is dropped" in test

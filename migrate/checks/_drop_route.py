@@ -93,6 +93,8 @@ class DropRoute:
     problem: str | None = None
     display: bool = False  # shown in the diff, never written (a test that only checks TorchScript)
     skip: bool = False  # the test that only checks TorchScript is skipped, saying why
+    # `assert torch.jit.trace(m, x)` beside the test's other checks: only that line goes
+    check_dropped: bool = False
 
 
 def eager_route(ctx: PythonContext, call: ast.Call, captured: ast.expr, api: str) -> DropRoute:
@@ -111,6 +113,18 @@ def eager_route(ctx: PythonContext, call: ast.Call, captured: ast.expr, api: str
         if testing:
             _skip(ctx, call, route)
         return route
+    if testing and asserted(ctx, call) and not expects_error(ctx, call):
+        statement = parent(ctx, call)
+        test = test_function(ctx, call)
+        if isinstance(statement, ast.Assert) and statement.test is call and test is not None:
+            if _other_checks(ctx, test, statement):
+                route.edits = [drop_statement(ctx, statement)]
+                route.note = (
+                    "the line that asserted TorchScript could capture it goes; the test's "
+                    "other checks stay"
+                )
+                route.check_dropped = True
+                return route
     if testing and (expects_error(ctx, call) or asserted(ctx, call)):
         what = "expects it to fail" if expects_error(ctx, call) else "asserts it"
         route.problem = (
@@ -193,6 +207,31 @@ def eager_route(ctx: PythonContext, call: ast.Call, captured: ast.expr, api: str
     route.edits = [replace_with_arg(ctx, call, captured)]
     route.note = "calling it behaves as before, whatever it is"
     return route
+
+
+def _other_checks(ctx: PythonContext, test: ast.AST, statement: ast.Assert) -> bool:
+    """The test checks something besides `statement`: another assert, or an assertion
+    call (`assert_close`, `self.assertEqual`, `np.testing.assert_allclose`)."""
+    for node in ast.walk(test):
+        if node is statement:
+            continue
+        if isinstance(node, ast.Assert) and not _inside(ctx, node, statement):
+            return True
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if "assert" in name.lower() and not _inside(ctx, node, statement):
+                return True
+    return False
+
+
+def _inside(ctx: PythonContext, node: ast.AST, outer: ast.AST) -> bool:
+    current = parent(ctx, node)
+    while current is not None:
+        if current is outer:
+            return True
+        current = parent(ctx, current)
+    return False
 
 
 def _chosen_by_flag(
@@ -512,7 +551,13 @@ def report_under_drop(
     api = "script" if ref.qualname.endswith("script") else "trace"
     route = eager_route(ctx, call, captured, api)
     extra = {"target": target} if target else {}
-    if route.problem is None:
+    if route.problem is None and route.check_dropped:
+        message = (
+            f"{head}; the repository drops TorchScript (intent drop) and export cannot take "
+            f"it here ({why}): {route.note}"
+        )
+        fix = {"applicability": "unsafe", "route": "eager"}
+    elif route.problem is None:
         message = (
             f"{head}; the repository drops TorchScript (intent drop) and export cannot take "
             f"it here ({why}): it becomes `{_short(ctx.source(captured))}` itself, the eager "
@@ -555,7 +600,9 @@ def fallback(ctx: PythonContext, call: ast.Call, captured: ast.expr | None) -> d
     if route.problem is not None or not route.edits:
         return {}
     message = (
-        f"it becomes `{_short(ctx.source(captured))}` itself, the eager object, as the "
+        f"as the repository drops TorchScript, {route.note}"
+        if route.check_dropped
+        else f"it becomes `{_short(ctx.source(captured))}` itself, the eager object, as the "
         f"repository drops TorchScript: {route.note}"
     )
     fix = Fix(
