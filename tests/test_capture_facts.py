@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from migrate.analysis.repository_facts import FileFacts, RepositoryFacts
 from migrate.checks._captures import CapturedIndex, modules_meet
 from migrate.checks.mig131_data_dependent_branch import DataDependentBranch
 from migrate.registry import all_rules
@@ -124,7 +125,7 @@ def test_modules_meet(imported, module, meet):
 
 def test_the_repository_pass_reruns_only_files_whose_module_a_capture_reaches():
     check = DataDependentBranch(all_rules()["MIG131"])
-    repo = {"captured_classes": frozenset({"pkg.models.Net"})}
+    repo = RepositoryFacts.of_captured_classes({"pkg.models.Net"})
     asked: list[str] = []
 
     def module(name: str):
@@ -139,9 +140,11 @@ def test_the_repository_pass_reruns_only_files_whose_module_a_capture_reaches():
     assert not check.rerun(repo, None, {"Net"}, module("other.nets"))
     assert not check.rerun(repo, None, {"Other"}, module("never.asked"))
     # A parsed file: not again for what it captures itself.
-    mine = {"defined_classes": {"Net"}, "captured_classes": {"pkg.models.Net"}}
+    mine = FileFacts()
+    mine.tell_defined_classes({"Net"})
+    assert check.rerun(repo, mine, set(), module("pkg.models"))
+    mine.tell_captured_classes({"pkg.models.Net"})
     assert not check.rerun(repo, mine, set(), module("pkg.models"))
-    assert check.rerun(repo, {"defined_classes": {"Net"}}, set(), module("pkg.models"))
     assert "never.asked" not in asked
 
 

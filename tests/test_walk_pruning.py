@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from migrate.analysis.pyscope import ScopeTable
+from migrate.analysis.repository_facts import RepositoryFacts
 from migrate.checks.base import PythonContext
 from migrate.scan.checkset import CheckSet
 from migrate.scan.engine import ScanOptions, analyze_python
@@ -27,7 +28,7 @@ def findings(
     full: bool,
     monkeypatch: pytest.MonkeyPatch,
     checks: CheckSet = CHECKS,
-    repo_facts: dict[str, frozenset[str]] | None = None,
+    repo_facts: RepositoryFacts | None = None,
     exports: dict[str, str] | None = None,
 ) -> list[str]:
     with monkeypatch.context() as patch:
@@ -90,7 +91,7 @@ def test_a_repository_pass_subset_prunes_to_its_own_symbols_and_finds_the_same(c
         except (SyntaxError, ValueError):
             continue
         classes = frozenset(re.findall(r"class\s+(\w+)", text))
-        facts = {"captured_classes": classes}
+        facts = RepositoryFacts.of_captured_classes(classes)
         pruned = findings(text, False, monkeypatch, checks, facts)
         assert pruned == findings(text, True, monkeypatch, checks, facts), path
         compared += 1

@@ -1,11 +1,5 @@
-"""The repository's import index, and structures built once per repository.
-
-After phase 1 a scan merges what every file told the others (the checks' `ctx.facts`) into
-one mapping, the repository facts, and analyses some files again with it. Anything derived
-from that mapping (the table of re-exports, the decoded wrappers) is the same for every file:
-`per_repository` builds it on the first ask and hands it out until the facts change, so the
-repository pass costs the files it analyses, not files times facts.
-"""
+"""The repository's import index: module.name -> the qualified name it stands for, read from
+the repository facts (migrate.analysis.repository_facts builds it once per repository pass)."""
 
 from __future__ import annotations
 
@@ -13,24 +7,7 @@ import ast
 import functools
 import keyword
 import re
-from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
-from typing import TypeVar
-
-T = TypeVar("T")
-
-_BUILT: dict[str, tuple[object, object]] = {}
-builds: Counter[str] = Counter()  # how often each structure was built (the tests read it)
-
-
-def per_repository(repo: Mapping[str, frozenset[str]], name: str, build: Callable[[], T]) -> T:
-    """`build()`, computed once for these repository facts (the same mapping object): the
-    last one built under `name` is kept while the repository pass asks with the same facts."""
-    held = _BUILT.get(name)
-    if held is None or held[0] is not repo:
-        builds[name] += 1
-        held = _BUILT[name] = (repo, build())
-    return held[1]  # type: ignore[return-value]
+from collections.abc import Iterable
 
 
 class ImportIndex:

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import ast
 import os
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable
 
 from migrate.analysis.dataflow import assignments
+from migrate.analysis.repository_facts import RepositoryFacts
 from migrate.checks.base import PythonContext
 
 CAPTURE_CALLS = frozenset(
@@ -148,16 +149,6 @@ class CapturedIndex:
         return bool(imported) and any(modules_meet(m, module()) for m in imported)
 
 
-_INDEXES: dict[int, tuple[frozenset[str], CapturedIndex]] = {}
-
-
-def captured_index(facts: Mapping[str, frozenset[str]]) -> CapturedIndex:
+def captured_index(facts: RepositoryFacts) -> CapturedIndex:
     """The index of a repository's merged facts, built once per set of facts."""
-    captured = facts.get("captured_classes", frozenset())
-    if not isinstance(captured, frozenset):  # not the engine's merged facts: may change
-        return CapturedIndex(captured)
-    held = _INDEXES.get(id(captured))
-    if held is None or held[0] is not captured:
-        _INDEXES.clear()  # one repository pass at a time
-        held = _INDEXES[id(captured)] = (captured, CapturedIndex(captured))
-    return held[1]
+    return facts.built("captured classes", lambda: CapturedIndex(facts.captured_classes()))

@@ -14,24 +14,21 @@ convolution (the constructor fixes the channels, not the length, height or width
 embedding (the vocabulary, not the sequence length), a class with a base class of its own.
 
 A class another module defines is known by the facts its file publishes in the scan's first
-pass (`STATIC_FACTS`, one entry per class with a `forward`); the scripting file asks for it
-(`STATIC_ASKED`) and is analysed again in the repository pass. A file the scan's prefilter
-skipped (no TorchScript word at all) publishes nothing: its classes get no inferred inputs.
+pass (its static inputs, one entry per class with a `forward`, in the repository facts);
+the scripting file asks for it and is analysed again in the repository pass. A file the
+scan's prefilter skipped (no TorchScript word at all) publishes nothing: its classes get no
+inferred inputs.
 """
 
 from __future__ import annotations
 
 import ast
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 from migrate.analysis.dataflow import value_origin
-from migrate.analysis.names import per_repository
+from migrate.analysis.repository_facts import FileFacts, RepositoryFacts
 from migrate.checks.base import PythonContext
-
-STATIC_FACTS = "export.static_inputs"  # "pkg.mod.Cls {json}" per class with a forward
-STATIC_ASKED = "export.static_asked"  # qualnames of classes scripted here, defined elsewhere
 
 _MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
 _SIZED = {
@@ -226,22 +223,23 @@ def publish(ctx: PythonContext) -> None:
     module = ctx.table.module
     if not module or "forward" not in ctx.text:
         return
-    facts = ctx.facts.setdefault(STATIC_FACTS, set())
+    facts: list[str] = []
     for stmt in ctx.tree.body:
         if isinstance(stmt, ast.ClassDef):
             found = infer(ctx, stmt)
             qual = f"{module}.{stmt.name}"
             if isinstance(found, Inferred):
-                facts.add(found.fact(qual))
+                facts.append(found.fact(qual))
             elif found is not None:
-                facts.add(f"{qual} {json.dumps({'refused': found})}")
+                facts.append(f"{qual} {json.dumps({'refused': found})}")
+    ctx.facts.tell_static_inputs(facts)
 
 
-def published(repo: Mapping[str, frozenset[str]], qual: str) -> Inferred | str | None:
+def published(repo: RepositoryFacts, qual: str) -> Inferred | str | None:
     """What the defining file published for the class `qual` (None: nothing)."""
     if not repo:
         return None
-    fact = per_repository(repo, "static inputs", lambda: _published_by_class(repo)).get(qual)
+    fact = repo.static_inputs_by_class().get(qual)
     if fact is None:
         return None
     data = json.loads(fact.partition(" ")[2])
@@ -250,17 +248,9 @@ def published(repo: Mapping[str, frozenset[str]], qual: str) -> Inferred | str |
     return Inferred(data["features"], data["layer"], data["line"], data["display"])
 
 
-def _published_by_class(repo: Mapping[str, frozenset[str]]) -> dict[str, str]:
-    """{class qualname: its published fact}, the first one of each class."""
-    found: dict[str, str] = {}
-    for fact in repo.get(STATIC_FACTS, ()):
-        found.setdefault(fact.partition(" ")[0], fact)
-    return found
-
-
-def arrived(repo: Mapping[str, frozenset[str]], facts: Mapping[str, set[str]] | None) -> bool:
+def arrived(repo: RepositoryFacts, facts: FileFacts | None) -> bool:
     """The repository pass: a class this file asked about has published facts."""
-    asked = (facts or {}).get(STATIC_ASKED, set())
+    asked = facts.static_asked() if facts is not None else ()
     return any(published(repo, qual) is not None for qual in asked)
 
 
@@ -296,7 +286,7 @@ def for_capture(ctx: PythonContext, module: ast.expr) -> Inferred | str | None:
         return None
     found = published(ctx.repo_facts, qual)
     if found is None:
-        ctx.facts.setdefault(STATIC_ASKED, set()).add(qual)
+        ctx.facts.ask_static_inputs(qual)
     return found
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable
 
 from migrate.analysis.dataflow import parent
+from migrate.analysis.repository_facts import FileFacts, RepositoryFacts
 from migrate.checks.base import Edit, PythonCheck, PythonContext
 from migrate.registry import Rule
 
@@ -115,38 +116,30 @@ class FrameworkMethodCheck(PythonCheck):
             return direct
         via = self._through_repo(ctx.repo_facts, ctx.table.repo_imports)
         if via is None:
-            ctx.facts.setdefault(self._asks, set()).update(_prefixes(ctx.table.repo_imports))
+            ctx.facts.ask_framework(self.code, _prefixes(ctx.table.repo_imports))
         return via
 
     def on_end(self, ctx: PythonContext) -> None:
         if ctx.table.module and framework_import(ctx, self.rule) is not None:
-            ctx.facts.setdefault(self._users, set()).add(ctx.table.module)
+            ctx.facts.tell_framework_user(self.code, ctx.table.module)
 
     def rerun(
         self,
-        repo: Mapping[str, frozenset[str]],
-        facts: Mapping[str, set[str]] | None,
+        repo: RepositoryFacts,
+        facts: FileFacts | None,
         remembered: set[str],
         module: Callable[[], str] = str,
     ) -> bool:
-        asked = (facts or {}).get(self._asks)
+        asked = facts.framework_asks(self.code) if facts is not None else ()
         return bool(asked) and self._through_repo(repo, asked) is not None
 
-    def _through_repo(self, repo: Mapping[str, frozenset[str]], imports) -> str | None:
+    def _through_repo(self, repo: RepositoryFacts, imports: Iterable[str]) -> str | None:
         roots = set(self.rule.extra.get("frameworks") or ())
-        users = repo.get(self._users, frozenset())
+        users = repo.framework_users(self.code)
         for module in sorted(_prefixes(imports)):
-            if module in users or roots & set(repo.get(f"remembered:{module}", ())):
+            if module in users or roots & set(repo.remembered(module)):
                 return module
         return None
-
-    @property
-    def _asks(self) -> str:
-        return f"{self.code}:asks"
-
-    @property
-    def _users(self) -> str:
-        return f"{self.code}:users"
 
 
 def _prefixes(qualnames) -> set[str]:

@@ -14,6 +14,7 @@ from itertools import accumulate
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
+from migrate.analysis.repository_facts import NO_FACTS, FileFacts, RepositoryFacts
 from migrate.findings import Applicability, Edit, Finding, Fix, FixKind, ImportSpec
 
 T = TypeVar("T")
@@ -210,10 +211,11 @@ class PythonContext(FileContext):
         self.table = table
         self.parents: list[ast.AST] = []  # ancestors of the node being visited
         self._byte_lines: dict[int, bytes] = {}
-        # Repository pass: what this file tells the others (a check's `facts`, merged by
-        # union over the repository), and the merged facts when the engine runs it again.
-        self.facts: dict[str, set[str]] = {}
-        self.repo_facts: Mapping[str, frozenset[str]] = {}
+        # Repository pass: what this file tells the others (merged by union over the
+        # repository), and the merged facts when the engine runs it again
+        # (migrate.analysis.repository_facts).
+        self.facts = FileFacts()
+        self.repo_facts: RepositoryFacts = NO_FACTS
         # Findings a check judged in phase 1 for outcomes of the repository pass, by check
         # and outcome (PythonCheck.settle picks one instead of a second analysis).
         self.variants: dict[str, dict[frozenset[str], list[Finding]]] = {}
@@ -352,8 +354,8 @@ class PythonCheck(Check):
 
     def rerun(
         self,
-        repo: Mapping[str, frozenset[str]],
-        facts: Mapping[str, set[str]] | None,
+        repo: RepositoryFacts,
+        facts: FileFacts | None,
         remembered: set[str],
         module: Callable[[], str] = str,
     ) -> bool:
@@ -366,7 +368,7 @@ class PythonCheck(Check):
         return False
 
     def settle(
-        self, variants: Mapping[frozenset[str], list[Finding]], repo: Mapping[str, frozenset[str]]
+        self, variants: Mapping[frozenset[str], list[Finding]], repo: RepositoryFacts
     ) -> list[Finding] | None:
         """The findings analysing the file again with the repository's merged facts (`repo`)
         would give, picked from the `variants` it judged in phase 1; None: analyse again."""

@@ -5,10 +5,11 @@ from __future__ import annotations
 import ast
 import dataclasses
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 
 from migrate.analysis.dataflow import parent, reaching_value, scope_names
 from migrate.analysis.pyscope import Scope
+from migrate.analysis.repository_facts import FileFacts, RepositoryFacts
 from migrate.checks import _static_inputs as static_inputs
 from migrate.checks._drop_route import fallback, report_under_drop, torchscript_use
 from migrate.checks._edits import drop_statement, remove_decorator, replace, replace_with_arg
@@ -18,11 +19,8 @@ from migrate.checks._testcode import in_test
 from migrate.checks.base import Edit, PythonCheck, PythonContext, Reference
 from migrate.checks.export.captures import HOLDS_MODULE, HOLDS_PROGRAM, capture_fix
 from migrate.checks.export.uses import result_uses
-from migrate.checks.repository_wrappers import repository_index
 from migrate.findings import FixKind
 
-ASKED = "MIG101.imported_targets"  # qualnames scripted by a file, defined elsewhere
-DEFINED = "MIG101.top_level_defs"  # module.name of every top-level def and class
 # Method calls only a module instance answers: `model.eval()` says `model` is a module.
 _MODULE_METHODS = frozenset(
     {
@@ -65,12 +63,12 @@ class JitScriptToExport(PythonCheck):
 
     def rerun(
         self,
-        repo: Mapping[str, frozenset[str]],
-        facts: Mapping[str, set[str]] | None,
+        repo: RepositoryFacts,
+        facts: FileFacts | None,
         remembered: set[str],
         module: Callable[[], str] = str,
     ) -> bool:
-        asked = facts.get(ASKED, set()) if facts else set()
+        asked = facts.scripted_imports() if facts else ()
         if static_inputs.arrived(repo, facts):  # issue 27: a scripted class's example inputs
             return True
         return any(_defined_in_repo(repo, qual) is not None for qual in asked)
@@ -80,10 +78,11 @@ class JitScriptToExport(PythonCheck):
         if not module:
             return
         static_inputs.publish(ctx)
-        defined = ctx.facts.setdefault(DEFINED, set())
-        for stmt in ctx.tree.body:
-            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                defined.add(f"{module}.{stmt.name}")
+        ctx.facts.tell_top_level_defs(
+            f"{module}.{stmt.name}"
+            for stmt in ctx.tree.body
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        )
 
     @property
     def compiles(self) -> bool:
@@ -472,7 +471,7 @@ class _Targets:
         if qual.split(".")[0] in self.function_packages and name:
             return "class" if name[0].isupper() else "function"
         if module:
-            self.ctx.facts.setdefault(ASKED, set()).add(qual)
+            self.ctx.facts.ask_scripted_import(qual)
         return "unknown"
 
     def from_uses(self, name: str, scope: Scope, depth: int = 0) -> str:
@@ -511,23 +510,23 @@ def _parameters(node: ast.AST) -> list[ast.arg]:
     return [*args.posonlyargs, *args.args, *args.kwonlyargs]
 
 
-def _defined_in_repo(repo: Mapping[str, frozenset[str]], qual: str) -> str | None:
+def _defined_in_repo(repo: RepositoryFacts, qual: str) -> str | None:
     """function or class when a module of the repository defines `qual` at top level, or
     re-exports it from one (`from imageops.color import rgb_to_hls` in the package's
     `__init__`, read by MIG121's re-export table)."""
     found = _defined_at(repo, qual)
     if found is None:
-        resolved = repository_index(repo).resolve(qual)
+        resolved = repo.import_index().resolve(qual)
         if resolved != qual:
             found = _defined_at(repo, resolved)
     return found
 
 
-def _defined_at(repo: Mapping[str, frozenset[str]], qual: str) -> str | None:
+def _defined_at(repo: RepositoryFacts, qual: str) -> str | None:
     module, _, name = qual.rpartition(".")
     if not name:
         return None
-    if qual in repo.get(DEFINED, ()) or name in repo.get(f"remembered:{module}", ()):
+    if qual in repo.top_level_defs() or name in repo.remembered(module):
         return "class" if name[0].isupper() else "function"
     return None
 

@@ -7,22 +7,26 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 
 from migrate.analysis.astwalk import walk_lines
-from migrate.analysis.names import per_repository
+from migrate.analysis.repository_facts import (
+    ONNX_EXPORTS,
+    SCRIPTS,
+    TRACES,
+    FileFacts,
+    RepositoryFacts,
+)
 from migrate.analysis.textsearch import WholeWords
 from migrate.checks._compile_guard import IS_COMPILING, guarded_data_read
 from migrate.checks._fold import fold
 from migrate.checks.base import Edit, PythonCheck, PythonContext, Reference
 from migrate.findings import Finding, FixKind
 
-# Repository facts: where code is still scripted, traced, or exported to ONNX by the
-# TorchScript-based exporter; and which files ask is_scripting/is_tracing.
-SCRIPTS, TRACES, ONNX, ASKS = "MIG110.scripts", "MIG110.traces", "MIG110.onnx", "MIG110.asks"
-# What keeps each question meaningful after the migration.
-BLOCKERS = {"is_scripting": (SCRIPTS,), "is_tracing": (TRACES, ONNX)}
+# What keeps each question meaningful after the migration: the repository facts' places where
+# code is still scripted, traced, or exported to ONNX by the TorchScript-based exporter.
+BLOCKERS = {"is_scripting": (SCRIPTS,), "is_tracing": (TRACES, ONNX_EXPORTS)}
 # With a migration intent the fix planner decides, for the whole tree, whether what scripts
 # or traces stays (migrate.plan.fixplan); only the ONNX exporter, which no rule rewrites, is
 # judged here.
-PLANNED_BLOCKERS = {"is_scripting": (), "is_tracing": (ONNX,)}
+PLANNED_BLOCKERS = {"is_scripting": (), "is_tracing": (ONNX_EXPORTS,)}
 _GONE = {
     "is_scripting": "nothing in the repository scripts code",
     "is_tracing": "nothing traces or exports with the TorchScript-based ONNX exporter",
@@ -35,17 +39,17 @@ class IsScriptingToFalse(PythonCheck):
 
     def rerun(
         self,
-        repo: Mapping[str, frozenset[str]],
-        facts: Mapping[str, set[str]] | None,
+        repo: RepositoryFacts,
+        facts: FileFacts | None,
         remembered: set[str],
         module: Callable[[], str] = str,
     ) -> bool:
         if not facts:
             return False
         # Phase 1 already judged with the file's own blockers; only others' can change it.
-        for name in facts.get(ASKS, set()):
+        for name in facts.torchscript_asks():
             keys = self.blockers.get(name, ())
-            if not any(facts.get(k) for k in keys) and any(repo.get(k) for k in keys):
+            if not any(facts.places(k) for k in keys) and any(repo.places(k) for k in keys):
                 return True
         return False
 
@@ -58,7 +62,7 @@ class IsScriptingToFalse(PythonCheck):
         # each such outcome instead (`settle` picks one): no second parse.
         for blocked in _OUTCOMES:
             found, findings = ctx.repo_facts, ctx.findings
-            ctx.repo_facts, ctx.findings = _placeholders(blocked), []
+            ctx.repo_facts, ctx.findings = _PLACEHOLDERS[blocked], []
             try:
                 self._judge(ref, ctx)
             finally:
@@ -66,19 +70,19 @@ class IsScriptingToFalse(PythonCheck):
             ctx.variants.setdefault(self.code, {}).setdefault(blocked, []).extend(judged)
 
     def settle(
-        self, variants: Mapping[frozenset[str], list[Finding]], repo: Mapping[str, frozenset[str]]
+        self, variants: Mapping[frozenset[str], list[Finding]], repo: RepositoryFacts
     ) -> list[Finding] | None:
         """This file's findings with the repository's blockers, from its phase-1 variants:
         what analysing it again would report."""
         blockers = self.blockers
-        blocked = frozenset(n for n, keys in blockers.items() if any(repo.get(k) for k in keys))
+        blocked = frozenset(n for n, keys in blockers.items() if any(repo.places(k) for k in keys))
         if blocked not in variants:
             return None
         settled = []
         for f in variants[blocked]:
             if _PENDING in f.message:
                 name = f.symbol.rsplit(".", 1)[-1]
-                found = _blocker(name, repo, blockers)
+                found = _blocker(name, {k: repo.places(k) for k in blockers[name]}, blockers)
                 f = replace(f, message=_still_answers(name, found))  # type: ignore[arg-type]
             settled.append(f)
         return settled
@@ -94,7 +98,7 @@ class IsScriptingToFalse(PythonCheck):
                 fix=FixKind.MANUAL,
             )
             return
-        ctx.facts.setdefault(ASKS, set()).add(name)
+        ctx.facts.ask_torchscript(name)
         blocker = self.blocker(name, ctx)
         if blocker is not None:
             ctx.report(
@@ -138,8 +142,7 @@ class IsScriptingToFalse(PythonCheck):
     def blocker(self, name: str, ctx: PythonContext) -> str | None:
         here = ctx.memo("MIG110.facts", lambda: _file_facts(ctx))
         blockers = self.blockers
-        repo = ctx.repo_facts
-        first = per_repository(repo, "MIG110 first places", lambda: _first_places(repo))
+        first = ctx.repo_facts.first_places()
         both = {
             key: [
                 p for p in (first.get(key), min(here.get(key, ()), default=None)) if p is not None
@@ -162,16 +165,8 @@ class IsScriptingToFalse(PythonCheck):
         return qual in self.rule.symbols and self.blocker(qual.rsplit(".", 1)[-1], ctx) is None
 
     def on_end(self, ctx: PythonContext) -> None:
-        for key, places in ctx.memo("MIG110.facts", lambda: _file_facts(ctx)).items():
-            ctx.facts.setdefault(key, set()).update(places)
-
-
-def _first_places(repo: Mapping[str, Iterable[str]]) -> dict[str, str]:
-    """The first place (in sorted order) under each blocker key of the repository's facts:
-    all a message names of them."""
-    keys = {key for names in PLANNED_BLOCKERS.values() for key in names}
-    keys |= {key for names in BLOCKERS.values() for key in names}
-    return {key: min(repo[key]) for key in keys if repo.get(key)}
+        for kind, places in ctx.memo("MIG110.facts", lambda: _file_facts(ctx)).items():
+            ctx.facts.tell_places(kind, places)
 
 
 def _blocker(
@@ -181,9 +176,9 @@ def _blocker(
     found = {key: sorted(facts.get(key, ())) for key in blockers[name]}
     if found.get(SCRIPTS):
         return f"the repository still scripts code ({found[SCRIPTS][0]})"
-    if found.get(ONNX):
+    if found.get(ONNX_EXPORTS):
         return (
-            f"the TorchScript-based ONNX exporter traces this code ({found[ONNX][0]}: "
+            f"the TorchScript-based ONNX exporter traces this code ({found[ONNX_EXPORTS][0]}: "
             "`torch.onnx.export` without `dynamo=True`)"
         )
     if found.get(TRACES):
@@ -205,9 +200,14 @@ _OUTCOMES = (
 _PENDING = "\x00"
 
 
-def _placeholders(blocked: frozenset[str]) -> dict[str, frozenset[str]]:
+def _placeholders(blocked: frozenset[str]) -> RepositoryFacts:
     # Under every key of a name: the message names the first key found (ONNX before TRACES).
-    return {key: frozenset({_PENDING}) for name in blocked for key in BLOCKERS[name]}
+    return RepositoryFacts.of_places(
+        {key: (_PENDING,) for name in blocked for key in BLOCKERS[name]}
+    )
+
+
+_PLACEHOLDERS = {blocked: _placeholders(blocked) for blocked in _OUTCOMES}
 
 
 _SCRIPTING = frozenset(
@@ -253,7 +253,7 @@ def _file_facts(ctx: PythonContext) -> dict[str, set[str]]:
             elif qual in _TRACING:
                 key = TRACES
             elif qual == "torch.onnx.export" and not _dynamo(owner):
-                key = ONNX
+                key = ONNX_EXPORTS
             else:
                 key = None
             if key is None:

@@ -3,9 +3,10 @@
 A wrapper (migrate.checks.repository_wrappers: a function whose parameter is scripted, traced,
 saved or loaded) makes each of its call sites a capture, producer or consumer, wherever it
 is called. Which functions are wrappers is a repository fact: each parsed file tells its
-wrappers, its re-exports and the functions it calls (`ctx.facts`); files that call a wrapper
-of another module are analysed again with the whole repository's wrappers. Files the
-prefilter skipped (a test module that never says `jit`) tell their `from ... import` lines.
+wrappers, its re-exports and the functions it calls (migrate.analysis.repository_facts);
+files that call a wrapper of another module are analysed again with the whole repository's
+wrappers. Files the prefilter skipped (a test module that never says `jit`) tell their
+`from ... import` lines.
 
 Each wrapper also gets one finding at its definition, the group's: the reason its callers
 stay TorchScript (public API, inputs unknown), said once there and named at each call.
@@ -15,18 +16,16 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 from migrate.analysis.astwalk import walk_lines
+from migrate.analysis.repository_facts import FileFacts, RepositoryFacts
 from migrate.analysis.textsearch import WholeWords
 from migrate.checks._drop_route import eager_route
 from migrate.checks._wrapper_export import export_rewrites, result_saves
 from migrate.checks.base import Edit, GroupFix, PythonCheck, PythonContext
 from migrate.checks.export.apis import LOAD_RULE, SAVE_RULE, SCRIPT_RULE, TRACE_RULE
 from migrate.checks.repository_wrappers import (
-    CALLS,
-    REEXPORTS,
-    WRAPPERS,
     RoundTrip,
     Wrapper,
     find_wrappers,
@@ -35,7 +34,7 @@ from migrate.checks.repository_wrappers import (
 )
 from migrate.findings import Applicability, Fix, FixKind
 
-__all__ = ["CALLS", "REEXPORTS", "WRAPPERS", "RepositoryWrapperCall", "hold_reason"]
+__all__ = ["RepositoryWrapperCall", "hold_reason"]
 
 _ROLE_WORDS = {"capture": "a capture", "producer": "a producer", "consumer": "a consumer"}
 
@@ -47,8 +46,8 @@ class RepositoryWrapperCall(PythonCheck):
 
     def rerun(
         self,
-        repo: Mapping[str, frozenset[str]],
-        facts: Mapping[str, set[str]] | None,
+        repo: RepositoryFacts,
+        facts: FileFacts | None,
         remembered: set[str],
         module: Callable[[], str] = str,
     ) -> bool:
@@ -56,14 +55,14 @@ class RepositoryWrapperCall(PythonCheck):
         if not known.wrappers:
             return False
         if facts is not None:
-            own = facts.get(WRAPPERS, ())
+            own = facts.wrappers()
             mine = known.mine(own)  # the others are foreign to this file
-            for qual in facts.get(CALLS, ()):
+            for qual in facts.calls():
                 target = known.index.resolve(qual)
                 if target in known.wrappers and target not in mine:
                     return True
             # A file defining wrappers: its definitions are reported once callers are known.
-            return bool(own) and bool(mine - set(facts.get(CALLS, ())))
+            return bool(own) and bool(mine - set(facts.calls()))
         # A file the prefilter skipped: its `from` lines that name a wrapper or a module
         # holding one (a word search first: most name none).
         words = known.words
@@ -76,7 +75,7 @@ class RepositoryWrapperCall(PythonCheck):
         local = find_wrappers(ctx)
         module = ctx.table.module
         if local:
-            ctx.facts[WRAPPERS] = {w.encode() for w in local.values()}
+            ctx.facts.tell_wrappers({w.encode() for w in local.values()})
         scope = ctx.table.module_scope
         exports = {
             f"{module}.{name}={ctx.table.canonical(qual)}"
@@ -84,7 +83,7 @@ class RepositoryWrapperCall(PythonCheck):
             if module and not qual.startswith("torch")
         }
         if exports:
-            ctx.facts[REEXPORTS] = exports
+            ctx.facts.tell_reexports(exports)
         known = repository_wrappers(ctx.repo_facts)
         mine = {w.qual: w for w in local.values()}
         index = known.index
@@ -99,7 +98,7 @@ class RepositoryWrapperCall(PythonCheck):
             if found is not None and found.call_roles(node):
                 sites.append((node, found))
         if calls:
-            ctx.facts[CALLS] = calls
+            ctx.facts.tell_calls(calls)
         called = {w.qual for _, w in sites}
         exported = self._export_group(ctx, local)
         for w in local.values():

@@ -1,8 +1,8 @@
 """MIG131: `if`/`while`/ternary conditions on tensor values inside captured modules' forward.
 
 Which classes are captured is a repository fact: a node hook collects the classes this file
-passes to capture calls (`ctx.facts`), and the engine analyses the files defining classes
-captured elsewhere again with the whole repository's set (`ctx.repo_facts`).
+passes to capture calls (the file's facts, migrate.analysis.repository_facts), and the engine
+analyses the files defining classes captured elsewhere again with the whole repository's set.
 
 Detection is a light, flow-insensitive taint analysis: forward's tensor parameters, module
 tensors (parameters, buffers) and whatever torch ops, tensor methods and arithmetic compute
@@ -16,6 +16,7 @@ import ast
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from migrate.analysis.repository_facts import FileFacts, RepositoryFacts
 from migrate.checks._captures import (
     CAPTURE_ATTRS,
     CAPTURE_CALLS,
@@ -77,8 +78,8 @@ class DataDependentBranch(PythonCheck):
 
     def rerun(
         self,
-        repo: Mapping[str, frozenset[str]],
-        facts: Mapping[str, set[str]] | None,
+        repo: RepositoryFacts,
+        facts: FileFacts | None,
         remembered: set[str],
         module: Callable[[], str] = str,
     ) -> bool:
@@ -86,8 +87,8 @@ class DataDependentBranch(PythonCheck):
         if facts is None:
             return any(index.captures(name, module) for name in remembered)
         # Phase 1 already analysed the file with what it captures itself.
-        own = facts.get("captured_classes", set())
-        names = facts.get("defined_classes", set())
+        own = facts.captured_classes()
+        names = facts.defined_classes()
         return any(index.captures(name, module, own) for name in names)
 
     # ---- the walk -------------------------------------------------------------------------
@@ -118,9 +119,9 @@ class DataDependentBranch(PythonCheck):
                 if fact is not None:
                     shared.add(fact)
         if shared:
-            ctx.facts["captured_classes"] = shared
+            ctx.facts.tell_captured_classes(shared)
         if state.classes:
-            ctx.facts["defined_classes"] = set(state.classes)
+            ctx.facts.tell_defined_classes(state.classes)
         index = captured_index(ctx.repo_facts)
         module = ctx.table.module
         wanted = local | {n for n in state.classes if index.captures(n, lambda: module)}

@@ -6,7 +6,7 @@ arguments it passes (`convert_to_torchscript(net)` captures, `convert_to_torchsc
 "n.pt")` also writes `n.pt`).
 
 Shared by MIG121 (reports the call sites, through the repository pass: wrappers travel as
-`ctx.facts`) and by migrate.facts (the call sites join the artifact flow). One file's
+the files' facts, migrate.analysis.repository_facts) and by migrate.facts (the call sites join the artifact flow). One file's
 analysis only: no import of the facts.
 """
 
@@ -17,20 +17,13 @@ import functools
 import json
 import re
 from bisect import bisect_left
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from migrate.analysis.names import ImportIndex, per_repository
+from migrate.analysis.names import ImportIndex
+from migrate.analysis.repository_facts import RepositoryFacts
 from migrate.analysis.textsearch import WholeWords
 from migrate.checks.base import PythonContext
-from migrate.registry import code_with
-
-# What a parsed file tells the repository pass (`ctx.facts`, merged over the repository).
-# The repository pass's facts, kept under the code of the rule that reports wrapper calls.
-_RULE = code_with("wrapper-call")
-WRAPPERS = f"{_RULE}.wrappers"  # encoded Wrapper of every wrapper a parsed file defines
-REEXPORTS = f"{_RULE}.reexports"  # module.name=qualname of the module-level imports
-CALLS = f"{_RULE}.calls"  # qualnames of the repository functions a parsed file calls
 
 CAPTURES = frozenset({"torch.jit.script", "torch.jit.trace", "torch.jit.trace_module"})
 SAVE = "torch.jit.save"
@@ -243,7 +236,7 @@ def find_wrappers(ctx: PythonContext) -> dict[str, Wrapper]:
     saves or loads a parameter, then those that hand a parameter to one of them (a wrapper
     calling a wrapper of the same file; repeated until nothing more is found). Found once
     per file and scope table (MIG121's analyses and the facts share them): read only."""
-    return ctx.shared(WRAPPERS, lambda: _find_wrappers(ctx))
+    return ctx.shared("repository wrappers", lambda: _find_wrappers(ctx))
 
 
 def _find_wrappers(ctx: PythonContext) -> dict[str, Wrapper]:
@@ -610,23 +603,6 @@ def _memory_buffer(ctx: PythonContext, parents: dict, name: str, stmts: list[ast
 # ---- the repository's wrappers, built once per repository pass ----------------------------
 
 
-def repository_index(repo: Mapping[str, frozenset[str]]) -> ImportIndex:
-    """The repository's import index (module.name -> what it stands for), from the parsed
-    files' re-exports and the skipped files' remembered `from` lines: one per repository."""
-    if not repo:
-        return _NO_INDEX
-    return per_repository(repo, "import index", lambda: _index_of(repo))
-
-
-def _index_of(repo: Mapping[str, frozenset[str]]) -> ImportIndex:
-    remembered = (
-        (key.split(":", 1)[1], lines)
-        for key, lines in repo.items()
-        if key.startswith("remembered:")
-    )
-    return ImportIndex(repo.get(REEXPORTS, ()), remembered)
-
-
 @dataclass
 class RepositoryWrappers:
     """Every wrapper of the repository, decoded once, with what the files call."""
@@ -657,28 +633,28 @@ class RepositoryWrappers:
         )
 
     def mine(self, encoded: Iterable[str]) -> set[str]:
-        """The qualnames of the wrappers a file defines (its WRAPPERS facts) as the
+        """The qualnames of the wrappers a file defines (its `wrappers()` facts) as the
         repository knows them (the kept definition of each name)."""
         return {q for text in encoded if (q := self.qual_of.get(text)) is not None}
 
 
-def repository_wrappers(repo: Mapping[str, frozenset[str]]) -> RepositoryWrappers:
+def repository_wrappers(repo: RepositoryFacts) -> RepositoryWrappers:
     """The repository's wrappers, its import index and what its files call: built on the
     first ask for these repository facts, the same for every file after (a file asking used
     to decode every wrapper again)."""
     if not repo:
         return _NO_WRAPPERS
-    return per_repository(repo, "wrappers", lambda: _wrappers_of(repo))
+    return repo.built("wrappers", lambda: _wrappers_of(repo))
 
 
-def _wrappers_of(repo: Mapping[str, frozenset[str]]) -> RepositoryWrappers:
+def _wrappers_of(repo: RepositoryFacts) -> RepositoryWrappers:
     wrappers: dict[str, Wrapper] = {}
-    for text in repo.get(WRAPPERS, ()):
+    for text in repo.wrappers():
         w = Wrapper.decode(text)
         if w is not None:
             wrappers[w.qual] = w
-    index = repository_index(repo)
-    used = {index.resolve(q) for q in repo.get(CALLS, ())}
+    index = repo.import_index()
+    used = {index.resolve(q) for q in repo.calls()}
     used |= {index.resolve(q) for q in index.table.values()}
     words = {w.name for w in wrappers.values()}
     words |= {q.rsplit(".", 2)[-2] for q in wrappers if q.count(".") >= 1}
@@ -691,5 +667,4 @@ def _wrappers_of(repo: Mapping[str, frozenset[str]]) -> RepositoryWrappers:
     return RepositoryWrappers(wrappers, qual_of, index, frozenset(used), pattern)
 
 
-_NO_INDEX = ImportIndex((), ())
-_NO_WRAPPERS = RepositoryWrappers({}, {}, _NO_INDEX, frozenset(), None)
+_NO_WRAPPERS = RepositoryWrappers({}, {}, ImportIndex((), ()), frozenset(), None)

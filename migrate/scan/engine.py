@@ -26,6 +26,7 @@ from migrate.analysis import parsed as parse_once
 from migrate.analysis.astwalk import DEEP_RECURSION, recursion_limit, walk_lines
 from migrate.analysis.parsed import GC_THRESHOLDS, KEEP_BYTES, parsed_file
 from migrate.analysis.pyscope import ScopeTable, shared_table
+from migrate.analysis.repository_facts import KEYS_VERSION, NO_FACTS, FileFacts, RepositoryFacts
 from migrate.checks.base import (
     FileContext,
     PythonContext,
@@ -100,7 +101,7 @@ class FileResult:
     digest: bytes | None = None
     skipped: str | None = None  # not read at all (discover.Skipped): why, for a note
     import_words: set[str] = field(default_factory=set)
-    facts: dict[str, set[str]] = field(default_factory=dict)  # ctx.facts (repository pass)
+    facts: dict[str, set[str]] = field(default_factory=dict)  # what ctx.facts told
     remembered: set[str] = field(default_factory=set)  # checks' `remember` words, unparsed files
     # Findings judged for outcomes of the repository pass (PythonContext.variants).
     variants: dict[str, dict[frozenset[str], list[Finding]]] = field(default_factory=dict)
@@ -116,9 +117,9 @@ class RepoPass:
 
     codes: tuple[str, ...] | None
     # None: the facts the worker was started with (sent once per process, not per batch).
-    facts: dict[str, frozenset[str]] | None
+    facts: RepositoryFacts | None
 
-    def merged_facts(self) -> dict[str, frozenset[str]]:
+    def merged_facts(self) -> RepositoryFacts:
         return self.facts if self.facts is not None else _WORKER_STATE["repo_facts"]  # type: ignore[return-value]
 
 
@@ -140,7 +141,7 @@ def analyze_python(
     is_package: bool = False,
     exports: dict[str, str] | None = None,
     script_dir: str = "",
-    repo_facts: dict[str, frozenset[str]] | None = None,
+    repo_facts: RepositoryFacts | None = None,
     hints: Callable[[str, ast.Module, ScopeTable], tuple[bool, bool]] | None = None,
 ) -> FileResult:
     result = FileResult(display)
@@ -162,7 +163,7 @@ def analyze_python(
             table = shared_table(parsed, module, is_package, exports, script_dir)
             exported = table.module_exports()
             ctx = PythonContext(display, text, tree, table)
-            ctx.repo_facts = repo_facts or {}
+            ctx.repo_facts = repo_facts or NO_FACTS
             ctx.intent = checks.options.get("intent")
             Walker(ctx, checks).run()
         except RecursionError:
@@ -176,7 +177,7 @@ def analyze_python(
     result.parsed = True
     result.exports = _reexportable(exported, checks)
     result.repo_imports = table.repo_imports
-    result.facts = ctx.facts
+    result.facts = ctx.facts.told()
     result.findings = _once(ctx.findings)
     result.variants = {
         code: {outcome: _once(found) for outcome, found in outcomes.items()}
@@ -344,7 +345,7 @@ def _pool_worker_init(
     codes: list[str],
     options: dict,
     per_file_ignores: dict,
-    repo_facts: dict | None,
+    repo_facts: RepositoryFacts | None,
     hints: Callable | None = None,
 ) -> None:
     gc.set_threshold(*_SCAN_GC_THRESHOLDS)  # a worker process only ever scans
@@ -528,7 +529,7 @@ class Scanner:
         _worker_init(self.codes, self.check_options, options.per_file_ignores, self.hints)
         self.checks: CheckSet = _WORKER_STATE["checks"]  # type: ignore[assignment]
         self.progress = progress
-        self.repo_facts: dict[str, frozenset[str]] = {}
+        self.repo_facts = NO_FACTS
         self.kept: list[Finding] | None = None  # what `keep` stored, for an unchanged tree
         self._final: tuple | None = None  # where `keep` stores it
 
@@ -556,7 +557,7 @@ class Scanner:
     def _execute(
         self,
         work: list[tuple],
-        repo_facts: dict[str, frozenset[str]] | None = None,
+        repo_facts: RepositoryFacts | None = None,
         on_pool: Callable[[], None] | None = None,
     ) -> list[FileResult]:
         """Run the jobs here or in a process pool; `repo_facts`: what a RepoPass without
@@ -708,6 +709,7 @@ class Scanner:
             tuple(sorted(o.per_file_ignores.items(), key=str)),
             o.intent,
             o.scripted_functions,
+            KEYS_VERSION,  # the files' facts are cached under their keys
         )
         if o.evidence:  # issue 28: findings depend on the evidence file's contents
             from migrate.record.evidence import fingerprint
@@ -723,26 +725,20 @@ class Scanner:
         repo = RepoPass(None, self.repo_facts) if self.repo_facts else None
         return analyze_loaded(self.jobs[display], text, self.exports or None, repo=repo).findings
 
-    def _repo_pass(self, jobs: list[_Job], results: dict[str, FileResult]) -> dict:
+    def _repo_pass(self, jobs: list[_Job], results: dict[str, FileResult]) -> RepositoryFacts:
         """Checks whose findings depend on other files (`PythonCheck.rerun`) run again, alone,
         on the files they select, with the facts of the whole repository."""
-        merged: dict[str, set[str]] = {}
-        for r in results.values():
-            for key, values in r.facts.items():
-                merged.setdefault(key, set()).update(values)
-        if not merged:
-            return {}
-        for job in jobs:  # files the prefilter skipped: their `remember` words, by module
-            r = results.get(job.display)
-            if job.python and r is not None and r.remembered and not r.parsed:
-                merged.setdefault(f"remembered:{job.module}", set()).update(r.remembered)
-        facts = {k: frozenset(v) for k, v in merged.items()}
+        facts = RepositoryFacts.merge(
+            (r.facts for r in results.values()), self._remembered(jobs, results)
+        )
+        if not facts:
+            return facts
         todo = []
         for job in jobs:
             r = results.get(job.display)
             if not job.python or r is None or r.error:
                 continue
-            mine = r.facts if r.parsed else None
+            mine = FileFacts(r.facts) if r.parsed else None
             module = functools.partial(getattr, job, "module")
             codes = tuple(
                 c.code for c in self.checks.python if c.rerun(facts, mine, r.remembered, module)
@@ -760,9 +756,17 @@ class Scanner:
             results[new.path] = replace(old, findings=findings, parsed=True)
         return facts
 
-    def _settled(
-        self, job: _Job, repo: RepoPass, facts: dict[str, frozenset[str]], results: dict
-    ) -> bool:
+    @staticmethod
+    def _remembered(
+        jobs: list[_Job], results: dict[str, FileResult]
+    ) -> Iterator[tuple[str, set[str]]]:
+        """(module, `remember` words) of each file the prefilter skipped."""
+        for job in jobs:
+            r = results.get(job.display)
+            if job.python and r is not None and r.remembered and not r.parsed:
+                yield job.module, r.remembered
+
+    def _settled(self, job: _Job, repo: RepoPass, facts: RepositoryFacts, results: dict) -> bool:
         """Whether the checks to run again on this file can settle its findings from their
         phase-1 variants (PythonCheck.settle) instead: then they are replaced here."""
         old = results[job.display]

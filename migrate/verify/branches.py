@@ -148,10 +148,11 @@ def _source_of(module: torch.nn.Module) -> str:
 def _conditions_in(text: str, class_names: Iterable[str], path: str = "model.py") -> list[dict]:
     """The conditions the data-dependent-branch rule finds in a file when `class_names` count
     as captured, run by the scanner as it runs every check."""
+    from migrate.analysis.repository_facts import RepositoryFacts
     from migrate.registry import codes_with
     from migrate.scan.engine import CheckSet, analyze_python
 
-    facts = {"captured_classes": frozenset(class_names)}
+    facts = RepositoryFacts.of_captured_classes(class_names)
     result = analyze_python(path, text, CheckSet(list(codes_with("data-branch"))), repo_facts=facts)
     if result.error:
         raise SyntaxError(result.error)
