@@ -437,3 +437,39 @@ def test_an_asserted_trace_export_cannot_take_goes_and_the_tests_other_checks_st
     assert not functions["test_norm"].decorator_list
     assert functions["test_only_traces"].decorator_list  # skipped, saying why
     assert "TorchScript is dropped" in test
+
+
+def test_a_capture_in_a_test_an_earlier_run_skipped_holds_nothing(tmp_path):
+    """A second `apply --intent drop` (after `apply --test`, say) finds the capture still in
+    the test the first run skipped: that test never runs, so the typing its class reads
+    goes."""
+    files = {
+        "lib/__init__.py": "",
+        "lib/model.py": """\
+            from typing import List
+
+            import torch
+
+
+            class Model(torch.nn.Module):
+                def forward(self, x):
+                    out = torch.jit.annotate(List[torch.Tensor], [])
+                    out.append(x)
+                    return out[0]
+            """,
+        "tests/test_model.py": """\
+            import unittest
+
+            import torch
+
+            from lib.model import Model
+
+
+            @unittest.skip("TorchScript is dropped; check torch.export instead")
+            def test_scripts():
+                m = torch.jit.script(Model())
+                assert m.code
+            """,
+    }
+    model = _applied(tmp_path, files)["lib/model.py"]
+    assert "torch.jit" not in model and "out: List[torch.Tensor] = []" in model

@@ -95,6 +95,8 @@ class DropRoute:
     skip: bool = False  # the test that only checks TorchScript is skipped, saying why
     # `assert torch.jit.trace(m, x)` beside the test's other checks: only that line goes
     check_dropped: bool = False
+    # in a test an earlier run skipped as only checking TorchScript: it never runs
+    in_skipped_test: bool = False
 
 
 def eager_route(ctx: PythonContext, call: ast.Call, captured: ast.expr, api: str) -> DropRoute:
@@ -267,6 +269,7 @@ def _skip(ctx: PythonContext, call: ast.Call, route: DropRoute) -> bool:
         return False
     if any(_is_skip(ctx, d) for d in test.decorator_list):
         route.problem += "; the test is skipped already"
+        route.in_skipped_test = True
         return False
     first = min([test.lineno, *(d.lineno for d in test.decorator_list)])
     indent = ctx.index.line_text(first)[: test.col_offset]
@@ -575,6 +578,8 @@ def report_under_drop(
     else:
         message = f"{head}; {why}; under intent drop it stays: {route.problem}"
         fix = {"fix": FixKind.ASSISTED}
+    if route.in_skipped_test:  # it never runs, so it holds nothing: the planner reads this
+        extra["in_skipped_test"] = True
     ctx.report(
         rule,
         call,
