@@ -19,11 +19,10 @@ import tokenize
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from itertools import islice
 from pathlib import Path, PurePosixPath
 
 from migrate.analysis import parsed as parse_once
-from migrate.analysis.astwalk import DEEP_RECURSION, recursion_limit, walk_lines
+from migrate.analysis.astwalk import DEEP_RECURSION, recursion_limit
 from migrate.analysis.parsed import GC_THRESHOLDS, KEEP_BYTES, parsed_file
 from migrate.analysis.pyscope import ScopeTable, shared_table
 from migrate.analysis.repository_facts import KEYS_VERSION, NO_FACTS, FileFacts, RepositoryFacts
@@ -44,11 +43,17 @@ from migrate.scan.discover import (
     checked_stat,
     decode_source,
     discover,
-    import_root,
-    module_files,
     module_name,
     read_checked,
     read_source,
+)
+from migrate.scan.reexports import (
+    ExportTable,
+    close_exports,
+    export_table,
+    imports_module,
+    outside_exports,
+    reexportable,
 )
 from migrate.scan.walker import Walker
 
@@ -175,7 +180,7 @@ def analyze_python(
         except RecursionError:
             result.no_makers = result.no_sites = False
     result.parsed = True
-    result.exports = _reexportable(exported, checks)
+    result.exports = reexportable(exported, checks)
     result.repo_imports = table.repo_imports
     result.facts = ctx.facts.told()
     result.findings = _once(ctx.findings)
@@ -184,39 +189,6 @@ def analyze_python(
         for code, outcomes in ctx.variants.items()
     }
     return result
-
-
-def _reexportable(exported: dict[str, str], checks: CheckSet) -> dict[str, str]:
-    """The module-level names another module could import a TorchScript API through."""
-    return {
-        name: qual
-        for name, qual in exported.items()
-        if qual == "torch.jit" or checks.for_symbol(qual) or not qual.startswith("torch")
-    }
-
-
-@dataclass
-class _ExportTable:
-    exports: dict[str, str]
-    repo_imports: set[str]
-
-
-def _export_table(
-    path: str, text: str, checks: CheckSet, module: str, is_package: bool
-) -> _ExportTable | None:
-    """Only what a module re-exports (no checks run): for modules read but not reported."""
-    try:
-        with recursion_limit(DEEP_RECURSION):
-            # Only module-level names can be re-exported, and only through module-level
-            # imports: function bodies are neither walked nor followed.
-            table = shared_table(parsed_file(path, text), module, is_package, module_only=True)
-    except (SyntaxError, ValueError, RecursionError):
-        return None
-    return _ExportTable(_reexportable(table.module_exports(), checks), table.repo_imports)
-
-
-def _installed_root(folder: str) -> bool:
-    return os.path.basename(folder) in ("site-packages", "dist-packages")
 
 
 def _once(findings: list[Finding]) -> list[Finding]:
@@ -652,7 +624,7 @@ class Scanner:
                 cache.store(self.jobs[r.path].path, r.digest, r)
         if cache:
             cache.save()
-        outside = self._outside_exports(jobs, results, paths)
+        outside = outside_exports(jobs, results, paths, self._read_exports)
         self.exports = self._resolve_reexports(jobs, results, outside)
         self.repo_facts = self._repo_pass(jobs, results)
         if cache and fingerprint is not None:
@@ -784,110 +756,14 @@ class Scanner:
         )
         return True
 
-    def _outside_exports(
-        self, jobs: list[_Job], results: dict[str, FileResult], paths: list
-    ) -> list[dict[str, str]]:
-        """Export tables of repository modules that scanned files import but that lie outside
-        the scanned paths (pre-commit names single files): read, never reported, so that
-        `from .compat import script` resolves in a one-file scan as in a whole-repo scan.
-
-        A file named on the command line asks only for the names it refers to (each import
-        and each attribute chain on an imported name): the modules on those names' re-export
-        chains are read, not every module its imports import in turn (a pre-commit run read
-        a tenth of the package). Other scanned files follow all their modules' imports, four
-        hops deep."""
-        named = {os.path.abspath(p) for p in paths if not os.path.isdir(p)}
-        # (root, qualified name, follow every import of its module: else only its chain)
-        queue: list[tuple[str, str, bool]] = []
-        for job in jobs:
-            r = results.get(job.display)
-            if not job.python or r is None or r.error:
-                continue
-            asked: set[str] | None = None
-            if named and os.path.abspath(job.path) in named and (r.parsed or r.import_words):
-                asked = _referenced(job)
-            if asked is not None:
-                quals, every = asked, False
-            elif r.parsed:
-                quals, every = r.repo_imports, True
-            elif named and r.import_words and os.path.abspath(job.path) in named:
-                quals, every = _repo_imports_of(job), True
-            else:
-                continue
-            # Where Python would look: the package's root, a script's own folder, and the
-            # current folder (pre-commit and test runners start at the repository's top).
-            roots = {import_root(job.path, job.module, job.is_package), os.path.abspath(".")}
-            roots.add(os.path.dirname(os.path.abspath(job.path)))
-            # Installed packages are not the repository's own modules: never follow into them.
-            queue.extend(
-                (root, q, every)
-                for root in roots
-                if root and not _installed_root(root)
-                for q in quals
-            )
-        tables: list[dict[str, str]] = []
-        scanned: dict[str, FileResult | None] | None = None  # built when a module turns up
-        read: dict[str, _ExportTable | None] = {}
-        probed: set[tuple[str, str, bool]] = set()
-        tops: dict[tuple[str, str], bool] = {}  # most imports are of other packages: 1 stat
-        # Re-export chains are followed as deep as _close_exports follows them; a module's
-        # every import, four hops (compat -> utils -> model).
-        for hop in range(8):
-            next_queue = []
-            for root, qual, every in queue:
-                if every and hop >= 4:
-                    continue
-                top = (root, qual.split(".")[0])
-                if top not in tops:
-                    base = os.path.join(*top)
-                    tops[top] = os.path.isfile(base + ".py") or os.path.isdir(base)
-                if not tops[top] or (root, qual, every) in probed:
-                    continue
-                probed.add((root, qual, every))
-                # A package's __init__ can re-export a name too; all modules follow only the
-                # one that defines the longest prefix.
-                found = module_files(root, qual)
-                for path, module, package in islice(found, 1) if every else found:
-                    if scanned is None:
-                        scanned = {
-                            os.path.abspath(j.path): results.get(j.display)
-                            for j in jobs
-                            if j.python
-                        }
-                    if path in scanned:
-                        if every:
-                            continue
-                        mine = scanned[path]  # its exports are the scan's own
-                        exports = mine.exports if mine is not None else {}
-                    else:
-                        if path not in read:
-                            read[path] = self._read_exports(root, path, module, package)
-                            if read[path] is not None:
-                                tables.append(read[path].exports)  # type: ignore[union-attr]
-                        table = read[path]
-                        if table is None:
-                            continue
-                        exports = table.exports
-                        if every:
-                            here = import_root(path, module, package)
-                            next_queue.extend((here, q, True) for q in table.repo_imports if here)
-                            continue
-                    here = import_root(path, module, package)
-                    if here:
-                        next_queue.extend((here, q, False) for q in _chained(qual, exports))
-            queue = next_queue
-        return tables
-
-    def _read_exports(
-        self, root: str, path: str, module: str, package: bool
-    ) -> _ExportTable | None:
+    def _read_exports(self, root: str, path: str, module: str, package: bool) -> ExportTable | None:
         """A module outside the scanned paths: its export table (None when unreadable)."""
         self._outside_read.append(path)
         try:
             text = read_source(path, self.options.max_file_size, os.path.realpath(root))
         except (OSError, Skipped, UnicodeDecodeError, SyntaxError, LookupError):
             return None
-        return _export_table(path, text, self.checks, module, package)
+        return export_table(path, text, self.checks, module, package)
 
     def _resolve_reexports(
         self,
@@ -901,7 +777,7 @@ class Scanner:
         resolved: dict[str, str] = {}
         for _ in range(5):
             tables = [*(r.exports for r in results.values()), *outside]
-            resolved = _close_exports(tables, self.checks.framework_apis)
+            resolved = close_exports(tables, self.checks.framework_apis)
             if not resolved:
                 return resolved
             modules = {k.rsplit(".", 1)[0] for k in resolved}
@@ -912,7 +788,7 @@ class Scanner:
                     continue
                 r = results.get(display)
                 if r is not None and r.parsed:
-                    if not any(_imports_module(i, modules) for i in r.repo_imports):
+                    if not any(imports_module(i, modules) for i in r.repo_imports):
                         continue
                 elif r is not None and r.error:
                     continue
@@ -927,92 +803,6 @@ class Scanner:
         return resolved
 
 
-def _close_exports(
-    tables: Iterable[dict[str, str]], framework_apis: Iterable[str] = ()
-) -> dict[str, str]:
-    """Follow repo-module re-export chains to the torch name at their end, or to a
-    framework API a rule names (or a module on its path: `timm.layers`, not `timm`)."""
-    ends = {
-        ".".join(parts[:cut])
-        for parts in (api.split(".") for api in framework_apis)
-        for cut in range(2, len(parts) + 1)
-    }
-    raw: dict[str, str] = {}
-    for table in tables:
-        raw.update(table)
-
-    def follow(qual: str, depth: int = 0) -> str | None:
-        if qual.startswith("torch") or qual in ends:
-            return qual
-        if depth > 8:
-            return None
-        parts = qual.split(".")
-        for cut in range(len(parts), 0, -1):
-            head = ".".join(parts[:cut])
-            if head in raw and raw[head] != qual:
-                return follow(".".join([raw[head], *parts[cut:]]), depth + 1)
-        return None
-
-    out = {}
-    for name, qual in raw.items():
-        # Names inside torch itself are never rewritten (ScopeTable.canonical): scanning
-        # torch's own source must not send every importer through a second pass.
-        if name.startswith("torch."):
-            continue
-        final = follow(qual)
-        if final and final != name:
-            out[name] = final
-    return out
-
-
-def _chained(qual: str, exports: dict[str, str]) -> list[str]:
-    """Where a module's re-exports send `qual` (`pkg.utils.f` when `pkg.utils` binds `f`
-    from `pkg.core`: `pkg.core.f`), torch's names aside (their tables end the chain)."""
-    out = []
-    for key, value in exports.items():
-        if qual == key or qual.startswith(key + "."):
-            target = value + qual[len(key) :]
-            if not target.startswith("torch"):
-                out.append(target)
-    return out
-
-
-def _referenced(job: _Job) -> set[str] | None:
-    """The qualified names a file refers to through its imports: each import, each module
-    alias, each attribute chain on an imported name (`utils.foo.bar`), as the file spells
-    them before any re-export is followed. None when a star import can bind any name (then
-    every import is followed) or the file cannot be read."""
-    try:
-        parsed = parsed_file(job.display, decode_source(job.read()))
-        table = shared_table(parsed, job.module, job.is_package, None, job.script_dir)
-        if table.module_scope.star_modules:
-            return None
-        found = set(table.repo_imports)
-        for node in walk_lines(parsed.tree, None):
-            if type(node) is ast.Attribute:
-                qual = table.qualname(node)
-                if qual and qual.split(".")[0] not in ("torch", "executorch"):
-                    found.add(qual)
-                    if table.script_dir:  # run as a script: its folder is on sys.path
-                        found.add(f"{table.script_dir}.{qual}")
-    except (OSError, Skipped, UnicodeDecodeError, SyntaxError, LookupError, ValueError):
-        return None
-    except RecursionError:
-        return None
-    return found
-
-
-def _repo_imports_of(job: _Job) -> set[str]:
-    """Modules of the repository a file imports (for a named file the pre-filter skipped)."""
-    try:
-        parsed = parsed_file(job.display, decode_source(job.read()))
-        return shared_table(parsed, job.module, job.is_package, None, job.script_dir).repo_imports
-    except (OSError, Skipped, UnicodeDecodeError, SyntaxError, LookupError, ValueError):
-        return set()
-    except RecursionError:  # too deep to parse or to walk: the scan reported it
-        return set()
-
-
 def _tree_fingerprint(jobs: list[_Job]) -> tuple:
     """Which files, with which stat (cache.stat_key): equal fingerprints mean an unchanged
     tree."""
@@ -1025,10 +815,6 @@ def _tree_fingerprint(jobs: list[_Job]) -> tuple:
             continue
         stats.append((job.path, *stat_key(st)))
     return tuple(stats)
-
-
-def _imports_module(qual: str, modules: set[str]) -> bool:
-    return any(qual == m or qual.startswith(m + ".") for m in modules)
 
 
 def _unusable(path: str | Path) -> str | None:
