@@ -1,5 +1,5 @@
 """RepoFacts.reached: the import closure a scripting compiler can follow, cut short once it
-has met the files a question is about (fixplan.typing_stays_while_scripted asks it). It must
+has met the files a question is about (plan.rules.typing_stays_while_scripted asks it). It must
 answer exactly the full closure's files among those asked, from every start, on the sample
 repositories (whose packages import each other)."""
 

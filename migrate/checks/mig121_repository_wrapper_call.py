@@ -147,7 +147,7 @@ class RepositoryWrapperCall(PythonCheck):
             fix=FixKind.ASSISTED,
             role="wrapper",
             wrapper=w.qual,
-            # Its body (plan.fixplan.join_wrapper_calls: under drop, fixed with the findings
+            # Its body (plan.wrappers.join_wrapper_calls: under drop, fixed with the findings
             # there when each is written on its own).
             wrapper_file=w.display,
             body=f"{w.line}-{w.end or w.line}",
@@ -293,7 +293,7 @@ class RepositoryWrapperCall(PythonCheck):
             extra["example_param"] = example
         if self.options.get("intent") == "drop" and "capture" in roles and example is not None:
             # What the call makes is an ExportedProgram once the wrapper moves: its saves
-            # here move with it (plan.fixplan.join_wrapper_calls), or the wrapper waits.
+            # here move with it (plan.wrappers.join_wrapper_calls), or the wrapper waits.
             saves, problem = result_saves(ctx, call)
             if problem:
                 extra["result_problem"] = problem
@@ -309,7 +309,7 @@ class RepositoryWrapperCall(PythonCheck):
             fix=FixKind.ASSISTED,
             role="+".join(roles),
             wrapper=w.qual,
-            # The wrapper's body (plan.fixplan.join_wrapper_calls: fixed with it).
+            # The wrapper's body (plan.wrappers.join_wrapper_calls: fixed with it).
             wrapper_file=w.display,
             body=f"{w.line}-{w.end or w.line}",
             captures_with=w.capture.api if w.capture is not None and "capture" in roles else None,

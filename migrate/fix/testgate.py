@@ -28,7 +28,7 @@ from pathlib import Path
 
 from migrate import gitsafe
 from migrate.fix.fixer import Decoded, apply_units, encode
-from migrate.plan.fixplan import CAPTURE_RULES
+from migrate.plan.context import CAPTURE_RULES
 from migrate.scan.discover import Skipped, read_checked
 
 FORMATS = ("auto", "junit", "exit-code")
