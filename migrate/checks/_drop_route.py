@@ -379,10 +379,17 @@ def _callee(ctx: PythonContext, func: ast.expr) -> ast.FunctionDef | None:
         name = func.attr
     else:
         return None
-    for node in ast.walk(ctx.tree):
-        if isinstance(node, ast.FunctionDef) and node.name == name:
-            return node
-    return None
+    return ctx.shared("drop_route.functions", lambda: _functions_by_name(ctx.tree)).get(name)
+
+
+def _functions_by_name(tree: ast.Module) -> dict[str, ast.FunctionDef]:
+    """Each function name of the file, with the first `def` of it in `ast.walk` order: one
+    walk per file, not one per call asked about."""
+    found: dict[str, ast.FunctionDef] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef):
+            found.setdefault(node.name, node)
+    return found
 
 
 def _use_in(ctx: PythonContext, function: ast.FunctionDef, name: str) -> str | None:
