@@ -7,6 +7,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -28,15 +29,20 @@ def on_tty(command: str, cwd: Path, **env: str) -> bytes:
     full = {k: v for k, v in os.environ.items() if k not in ("CI", "NO_COLOR", "FORCE_COLOR")}
     full.update(env)
     log = cwd.parent / f"{cwd.name}.typescript"
+    # What a pseudo-terminal still held from an earlier run can reach the log before the
+    # command starts: only what follows the marker is this command's.
+    marker = f"command-starts-{uuid.uuid4().hex}"
     subprocess.run(
-        ["script", "-q", "-e", "-c", command, str(log)],
+        ["script", "-q", "-e", "-c", f"echo {marker}; {command}", str(log)],
         cwd=cwd,
         env=full,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         timeout=120,
     )
-    return log.read_bytes()
+    typescript = log.read_bytes()
+    assert marker.encode() in typescript, typescript[-500:]
+    return typescript.rsplit(marker.encode(), 1)[1]
 
 
 def cli(*args: str) -> str:
