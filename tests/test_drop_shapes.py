@@ -143,6 +143,29 @@ def test_two_executor_settings_under_one_if_leave_a_valid_block(tmp_path):
     assert "VALUE = 1" in conftest  # parsed by _applied: the emptied `if` is valid
 
 
+def test_public_executor_setters_go_and_a_setting_that_is_read_stays(tmp_path):
+    (state,) = _applied(
+        tmp_path,
+        {
+            "pkg/state.py": """\
+                import torch
+
+                STRATEGY = [("DYNAMIC", 3)]
+
+
+                def set_global_state():
+                    _ = torch.jit.set_fusion_strategy(STRATEGY)
+                    torch.jit.enable_onednn_fusion(True)
+                    previous = torch.jit.set_fusion_strategy(STRATEGY)
+                    return previous
+                """
+        },
+    ).values()
+    assert "_ = torch.jit.set_fusion_strategy" not in state
+    assert "enable_onednn_fusion" not in state
+    assert "previous = torch.jit.set_fusion_strategy(STRATEGY)" in state  # its result is read
+
+
 def test_torch_jit_error_beside_another_exception_goes_from_the_tuple(tmp_path):
     (test,) = _applied(
         tmp_path,

@@ -1,4 +1,5 @@
-"""MIG120: any other torch.jit API."""
+"""MIG120: any other torch.jit API; under intent drop a statement that only calls a public
+executor setter goes."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import ast
 
 from migrate.analysis.dataflow import parent
 from migrate.checks._edits import replace
+from migrate.checks._executor_switch import dropped_switch
 from migrate.checks.base import PythonCheck, PythonContext, Reference
 from migrate.findings import FixKind
 
@@ -19,6 +21,8 @@ class JitOtherApi(PythonCheck):
 
     def on_reference(self, ref: Reference, ctx: PythonContext) -> None:
         if ref.qualname == "torch.jit.Error" and self._redundant(ref, ctx):
+            return
+        if dropped_switch(self, ref, ctx):
             return
         ctx.report(
             self.rule,
