@@ -96,6 +96,7 @@ ROLES = {
     "framework-producer": "a framework's own TorchScript export (Lightning's to_torchscript)",
     "aoti-loader": "a C++ runtime use whose fix moves to AOTInductor's package loader",
     "native-runtime": "serving code outside Python on the TorchScript runtime (C++, Android, iOS)",
+    "inference-pass": "torch.jit.freeze / optimize_for_inference: a pass over a TorchScript module",
     "native-source": "a use of the TorchScript runtime in source a CMake project compiles",
     "cmake-runtime": "a CMake project that links libtorch for TorchScript",
 }

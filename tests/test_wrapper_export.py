@@ -166,19 +166,25 @@ def test_a_wrapper_calling_a_wrapper_is_one_and_its_calls_ride_on_both(tmp_path)
     )
 
 
-def test_a_call_with_no_example_holds_the_wrappers_and_names_that_call(tmp_path):
+def test_a_call_with_no_example_is_reported_there_and_the_saving_wrappers_move(tmp_path):
+    """`convert` saves what it scripts, so it has no eager route: a call passing no example
+    does not keep the file's wrappers on TorchScript; it is left for a person, named, and
+    the wrapper's guard raises there until the inputs are passed."""
     root = _tree(tmp_path, USE.replace("    return net(x)\n", "    return net\n"))
-    found = _findings(root, "--intent", "drop")
-    wrapper = next(f for f in found if (f["path"], f["line"]) == ("pkg/utils.py", 4))
-    assert wrapper["fix"] == "assisted"
+    found = {(f["path"], f["line"]): f for f in _findings(root, "--intent", "drop")}
+    assert found[("pkg/utils.py", 4)]["fix"] == "auto"
+    call = found[("pkg/use.py", 9)]
+    assert call["fix"] == "assisted"
     assert (
-        "its call at pkg/use.py:9 passes no example `inputs` and the tool cannot see what the "
-        "program calls the module with: pass `inputs=[...]` there (a person must choose the "
-        "shapes)"
-    ) in wrapper["message"]
+        "this call passes no example `inputs`, and the tool cannot see what the program calls "
+        "the module with: pass `inputs=[...]` here (a person must choose the shapes); until "
+        "then the call raises ValueError naming the parameter"
+    ) in call["message"]
     _apply(root, "--intent", "drop", "--unsafe-fixes")
-    assert (root / "pkg/utils.py").read_text() == UTILS
-    assert "inputs=" not in (root / "pkg/use.py").read_text()
+    assert (root / "pkg/utils.py").read_text() == UTILS_AFTER
+    use = (root / "pkg/use.py").read_text()
+    assert "convert(torch.nn.Linear(8, 3), PATH)\n" in use  # left for a person
+    assert 'again.pt", inputs=[torch.zeros(5, 8)])' in use
 
 
 CHECK = """\

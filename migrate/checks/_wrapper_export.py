@@ -29,13 +29,15 @@ from dataclasses import dataclass, field
 
 from migrate.analysis.dataflow import bound_name, name_uses, parent
 from migrate.checks.base import Edit, PythonContext
-from migrate.checks.export.apis import LOAD_RULE, SAVE_RULE, SCRIPT_RULE
+from migrate.checks.export.apis import INFERENCE_PASS_RULE, LOAD_RULE, SAVE_RULE, SCRIPT_RULE
 from migrate.checks.export.builder import FixBuilder
+from migrate.checks.export.extra_files import loaded_as_bytes, saved_extra_files
 from migrate.checks.export.uses import jit_save_edits, method_save
-from migrate.checks.repository_wrappers import LOADS, SAVE, Wrapper
+from migrate.checks.repository_wrappers import LOADS, SAVE, Wrapper, capture_api
 from migrate.findings import ImportSpec
 
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_INFERENCE_PASSES = frozenset({"torch.jit.freeze", "torch.jit.optimize_for_inference"})
 
 
 @dataclass
@@ -73,7 +75,7 @@ def _rewrite(ctx: PythonContext, w: Wrapper) -> tuple[Rewrite | None, str]:
         key=lambda n: (n.lineno, n.col_offset),
     )
     for call in calls:
-        api = ctx.qualname(call.func) or ""
+        api = capture_api(ctx, call) or ""
         if not api.startswith("torch.jit."):
             continue
         if api == "torch.jit.script":
@@ -82,10 +84,12 @@ def _rewrite(ctx: PythonContext, w: Wrapper) -> tuple[Rewrite | None, str]:
             why = _save(ctx, w, call, out, made)
         elif api in LOADS and api == "torch.jit.load":
             why = _load(ctx, call, out)
+        elif api in _INFERENCE_PASSES:
+            why = _inference_pass(ctx, call, parents, out)
         else:
             why = (
                 f"calls `{api}`, which this rewrite does not move (it moves "
-                "`torch.jit.script`, `save` and `load`)"
+                "`torch.jit.script`, `save`, `load` and `freeze`)"
             )
         if why:
             return None, why
@@ -118,9 +122,7 @@ def _capture(ctx, w: Wrapper, call: ast.Call, parents, out: Rewrite, made: set[s
     export, imports = ctx.spell("torch.export.export")
     out.imports += imports
     if w.example is None:  # no parameter holds them: one is added, each caller passes it
-        args = out.node.args
-        end = ctx.end(args.defaults[-1] if args.defaults else (*args.posonlyargs, *args.args)[-1])
-        out.edits.append(Edit(end, end, f", {ex}=None"))
+        out.edits.append(_added_parameter(ctx, out.node, f"{ex}=None"))
     indent = " " * holder.col_offset
     guard = (
         f'if not {ex}:\n{indent}    raise ValueError("{w.name} exports with torch.export: '
@@ -129,10 +131,26 @@ def _capture(ctx, w: Wrapper, call: ast.Call, parents, out: Rewrite, made: set[s
     start = ctx.start(holder)
     out.edits.append(Edit(start, start, guard))
     out.edits.append(Edit(*ctx.span(call), f"{export}({ctx.source(target)}, ({ex}[0],))"))
-    out.members.append((SCRIPT_RULE, call))
+    if ctx.qualname(call.func) == "torch.jit.script":  # another library's has no finding
+        out.members.append((SCRIPT_RULE, call))
     if not returned:
         made.add(holder.targets[0].id)  # type: ignore[union-attr]
     return ""
+
+
+def _added_parameter(ctx, func: ast.FunctionDef | ast.AsyncFunctionDef, text: str) -> Edit:
+    """`text` after the last positional parameter: on a line of its own where the
+    parameters are one a line with a trailing comma, else after `, `."""
+    args = func.args
+    last = (*args.posonlyargs, *args.args)[-1]
+    default = args.defaults[-1] if args.defaults else None
+    end = ctx.end(default if default is not None else last)
+    rest = ctx.text[end:].lstrip(" \t")
+    if rest.startswith(",") and "\n" in rest[1:].split(")", 1)[0]:
+        indent = ctx.index.line_text(last.lineno)[: last.col_offset]
+        comma = ctx.text.index(",", end) + 1
+        return Edit(comma, comma, f"\n{indent}{text},")
+    return Edit(end, end, f", {text}")
 
 
 def _save(ctx, w: Wrapper, call: ast.Call, out: Rewrite, made: set[str]) -> str:
@@ -144,14 +162,17 @@ def _save(ctx, w: Wrapper, call: ast.Call, out: Rewrite, made: set[str]) -> str:
     out.edits.append(Edit(*ctx.span(call.func), save))
     if len(call.args) > 3:
         return "saves with arguments `torch.export.save` does not take"
-    if len(call.args) == 3:  # torch.jit.save(m, f, _extra_files)
-        start = ctx.start(call.args[2])
-        out.edits.append(Edit(start, start, "extra_files="))
+    extra = call.args[2] if len(call.args) == 3 else None  # torch.jit.save(m, f, _extra_files)
     for kw in call.keywords:
         if kw.arg != "_extra_files":
             return f"saves with `{kw.arg}=`, which `torch.export.save` does not take"
-        start = ctx.start(kw)
-        out.edits.append(Edit(start, start + len("_extra_files"), "extra_files"))
+        extra = kw.value
+    if extra is not None:  # keyword-only in torch.export.save, and text only
+        keyword = next((kw for kw in call.keywords if kw.value is extra), None)
+        start = ctx.start(keyword if keyword is not None else extra)
+        out.edits.append(
+            Edit(start, ctx.end(extra), f"extra_files={saved_extra_files(ctx, extra)}")
+        )
     out.members.append((SAVE_RULE, call))
     return ""
 
@@ -169,11 +190,32 @@ def _load(ctx, call: ast.Call, out: Rewrite) -> str:
     args = ctx.source(given["f"])
     if "_extra_files" in given:
         args += f", extra_files={ctx.source(given['_extra_files'])}"
+        as_bytes = loaded_as_bytes(ctx, call, given["_extra_files"])
+        if as_bytes is not None:
+            out.edits.append(as_bytes)
     text = f"{load}({args}).module()"
     if "map_location" in given:
         text += f".to({ctx.source(given['map_location'])})"
     out.edits.append(Edit(*ctx.span(call), text))
     out.members.append((LOAD_RULE, call))
+    return ""
+
+
+def _inference_pass(ctx, call: ast.Call, parents, out: Rewrite) -> str:
+    """`m = torch.jit.freeze(m)`: a TorchScript-only pass; the exported module has none, so
+    the statement goes (as MIG116's own fix would)."""
+    holder = parents.get(id(call))
+    target = call.args[0] if len(call.args) == 1 and not call.keywords else None
+    if not (
+        isinstance(holder, ast.Assign)
+        and len(holder.targets) == 1
+        and isinstance(holder.targets[0], ast.Name)
+        and isinstance(target, ast.Name)
+        and target.id == holder.targets[0].id
+    ):
+        return f"passes what it loads or scripts through `{ctx.source(call.func)}` other than as `m = {ctx.source(call.func)}(m)`"
+    out.edits.append(Edit(*ctx.line_span(holder), ""))
+    out.members.append((INFERENCE_PASS_RULE, call))
     return ""
 
 

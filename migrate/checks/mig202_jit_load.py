@@ -10,6 +10,7 @@ from migrate.checks.base import Edit, PythonCheck, PythonContext, Reference
 from migrate.checks.export.apis import OPTIMIZE_FOR_MOBILE, bind_args
 from migrate.checks.export.builder import FixBuilder, short
 from migrate.checks.export.captures import capture_fix
+from migrate.checks.export.extra_files import loaded_as_bytes
 from migrate.checks.export.inputs import recorded_load
 from migrate.checks.export.per_call import capture_of_load
 from migrate.checks.export.spelling import renamed_path
@@ -101,6 +102,9 @@ class JitLoadToExportLoad(PythonCheck):
         text = f"{load}({renamed_path(ctx, bound['f'], '.pt2', fix)}"
         if "_extra_files" in bound:
             text += f", extra_files={ctx.source(bound['_extra_files'])}"
+            as_bytes = loaded_as_bytes(ctx, call, bound["_extra_files"])
+            if as_bytes is not None:
+                fix.edits.append(as_bytes)
         text += ").module()"
         device = bound.get("map_location")
         if device is not None and not (isinstance(device, ast.Constant) and device.value is None):

@@ -24,6 +24,7 @@ from migrate.analysis.names import ImportIndex
 from migrate.analysis.repository_facts import RepositoryFacts
 from migrate.analysis.textsearch import WholeWords
 from migrate.checks.base import PythonContext
+from migrate.registry import rule_holding
 
 CAPTURES = frozenset({"torch.jit.script", "torch.jit.trace", "torch.jit.trace_module"})
 SAVE = "torch.jit.save"
@@ -373,11 +374,10 @@ def _analyse(ctx: PythonContext, func: ast.FunctionDef | ast.AsyncFunctionDef, m
         w.example is None
         and w.capture is not None
         and w.capture.api == "torch.jit.script"
-        and w.returns
+        and (w.returns or w.producer is not None)
         and w.saves is None
-        and w.producer is None
         and w.consumer is None
-    ):  # only scripts and returns: `return torch.jit.script(model.eval())`
+    ):  # scripts, then returns or saves it: `return torch.jit.script(model.eval())`
         w.added_example = _added_param(ctx, func, "example_inputs")
     return w
 
@@ -401,7 +401,7 @@ def _added_param(ctx: PythonContext, func, name: str) -> str | None:
     scripted = [
         n.args[0]
         for n in ast.walk(func)
-        if isinstance(n, ast.Call) and ctx.qualname(n.func) == "torch.jit.script" and n.args
+        if isinstance(n, ast.Call) and capture_api(ctx, n) == "torch.jit.script" and n.args
     ]
     if not scripted:
         return None
@@ -448,8 +448,21 @@ def _example_param(nodes: list[ast.AST], made: set[str], params: set[str]) -> st
 
 
 def _maker(ctx: PythonContext, call: ast.Call) -> bool:
-    qual = ctx.qualname(call.func)
+    qual = capture_api(ctx, call)
     return qual in CAPTURES or qual in LOADS
+
+
+@functools.cache
+def _scripting_functions() -> frozenset[str]:
+    rule = rule_holding("scripting_functions")
+    return frozenset(rule.extra["scripting_functions"]) if rule is not None else frozenset()
+
+
+def capture_api(ctx: PythonContext, call: ast.Call) -> str | None:
+    """The call's qualified name, or `torch.jit.script` for another library's function that
+    scripts its argument the same way (`e3nn.util.jit.script`: the rule data's list)."""
+    qual = ctx.qualname(call.func)
+    return "torch.jit.script" if qual in _scripting_functions() else qual
 
 
 def _param(expr: ast.expr | None, params: set[str]) -> str | None:
@@ -467,7 +480,7 @@ def _arg(call: ast.Call, index: int, keyword: str) -> ast.expr | None:
 
 
 def _call(ctx: PythonContext, call: ast.Call, w: Wrapper, params: set[str], made: set[str]):
-    qual = ctx.qualname(call.func)
+    qual = capture_api(ctx, call)
     line = call.lineno
     if qual in CAPTURES and w.capture is None:
         name = _param(_arg(call, 0, "obj" if qual == "torch.jit.script" else "func"), params)

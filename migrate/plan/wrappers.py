@@ -54,6 +54,8 @@ def join_wrapper_calls(
         eager = any(b.get("route") == "eager" for b in body)  # the wrapper returns its input
         if call.get("example_param") and not eager:
             example = _example(facts, call)
+            if example is None and not call.get("result_problem"):
+                joined[id(call)] = dataclasses.replace(call, message=_needs_example(call, path))
             if example is None or call.get("result_problem"):
                 continue
             edits, imports = example
@@ -186,10 +188,30 @@ def _example(facts: object | None, call: Finding):
     return (Edit(offset, offset, text),), (ImportSpec.parse("import torch"),)
 
 
+_MOVES_HERE = "; the wrapper moves to torch.export in this run"
+
+
+def _needs_example(call: Finding, wrapper_file: str | None) -> str:
+    """A call left for a person: the wrapper exports now, and only a person can choose the
+    example inputs this call must pass."""
+    param = call.get("example_param")
+    head = call.message.split("; it moves with the wrapper", 1)[0].split(_MOVES_HERE, 1)[0]
+    return (
+        f"{head}{_MOVES_HERE} ({wrapper_file}) and this call "
+        f"passes no example `{param}`, and the tool cannot see what the program calls the "
+        f"module with: pass `{param}=[...]` here (a person must choose the shapes); until "
+        "then the call raises ValueError naming the parameter"
+    )
+
+
 def wrappers_wait_for_examples(ctx: PlanningContext) -> dict[FindingKey, str]:
-    """A wrapper that moves to torch.export needs example inputs from every call in the
-    repository: one that passes none, where the facts cannot tell what the program calls
-    the module with, holds the wrapper's group (its calls stay with it)."""
+    """A wrapper that moves to torch.export makes an ExportedProgram at each call: a call
+    whose result is then used as export cannot take there (`result_problem`) holds the
+    wrapper's group (its calls stay with it). So does a call that passes no example the
+    facts can find, when the wrapper has an eager route (it returns what it was given: the
+    hold makes it take that route, and its calls keep working); without one (it saves what
+    it made), the call is reported at that call (join_wrapper_calls), where a person
+    chooses the inputs, and the wrapper's guard raises until then."""
     holds: dict[FindingKey, str] = {}
     by_file: dict[str, list[Finding]] = {}
     for f in ctx.findings:
@@ -206,7 +228,8 @@ def wrappers_wait_for_examples(ctx: PlanningContext) -> dict[FindingKey, str]:
             b for b in _wrapper_body(by_file, call) if b.autofix is not None and b.autofix.group
         ]
         stuck = call.get("result_problem")
-        if not body or (_example(ctx.facts, call) is not None and not stuck):
+        eager = any(b.get("drop_fallback") for b in body)
+        if not body or not (stuck or (eager and _example(ctx.facts, call) is None)):
             continue
         reason = (
             f"its call at {call.path}:{call.line} passes no example "

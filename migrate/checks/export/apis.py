@@ -18,6 +18,7 @@ SAVE_RULE = code_for("producer", "torch.jit.save")
 LOAD_RULE = code_for("consumer", "torch.jit.load")
 MOBILE_RULE = code_with("mobile")
 LITE_SAVE_RULE = code_with("lite-save")
+INFERENCE_PASS_RULE = code_with("inference-pass")
 # Passes whose result is the module they were given, still TorchScript.
 JIT_PASSES = frozenset({"torch.jit.freeze", "torch.jit.optimize_for_inference"})
 # Calls whose result is already an ExportedProgram.

@@ -27,6 +27,7 @@ from migrate.checks.export.apis import (
     bind_args,
 )
 from migrate.checks.export.builder import FixBuilder, short
+from migrate.checks.export.extra_files import saved_extra_files
 from migrate.checks.export.inputs import recorded_hooks
 from migrate.checks.export.spelling import lowered, renamed_path, write_bytes
 
@@ -131,10 +132,13 @@ def jit_save_edits(ctx: PythonContext, call: ast.Call, scope: Scope, fix: FixBui
     new_path = renamed_path(ctx, path, ".pt2", fix)
     if new_path != ctx.source(path):
         fix.edits.append(Edit(*ctx.span(path), new_path))
-    for kw in call.keywords:
-        if kw.arg == "_extra_files":
-            start = ctx.start(kw)
-            fix.edits.append(Edit(start, start + len("_extra_files"), "extra_files"))
+    extra = bound.get("_extra_files")
+    if extra is not None:  # keyword-only in torch.export.save, and text only
+        keyword = next((kw for kw in call.keywords if kw.value is extra), None)
+        start = ctx.start(keyword if keyword is not None else extra)
+        fix.edits.append(
+            Edit(start, ctx.end(extra), f"extra_files={saved_extra_files(ctx, extra)}")
+        )
     return False
 
 
@@ -150,7 +154,7 @@ def method_save(
     save = fix.need(ctx.spell("torch.export.save", scope))
     text = f"{save}({value}, {renamed_path(ctx, bound['f'], '.pt2', fix)}"
     if "_extra_files" in bound:
-        text += f", extra_files={ctx.source(bound['_extra_files'])}"
+        text += f", extra_files={saved_extra_files(ctx, bound['_extra_files'])}"
     fix.edits.append(Edit(*ctx.span(call), text + ")"))
     return True
 
