@@ -28,7 +28,7 @@ T = TypeVar("T")
 # The kinds of fact: each a key of a file's facts and of the merged ones.
 WRAPPERS = "wrappers"  # the encoded wrappers (checks.repository_wrappers) a file defines
 REEXPORTS = "reexports"  # "module.name=qualname" of a file's module-level imports
-CALLS = "calls"  # qualnames of the repository functions a file calls
+CALLS = "calls"  # qualnames a file imports (from elsewhere) or calls
 TOP_LEVEL_DEFS = "top_level_defs"  # module.name of every top-level def and class
 SCRIPTED_IMPORTS = "scripted_imports"  # qualnames a file scripts, imported from elsewhere
 STATIC_INPUTS = "static_inputs"  # "pkg.mod.Cls {json}": what a class with a forward fixes
@@ -43,7 +43,7 @@ TORCHSCRIPT_ASKS = "torchscript_asks"  # `is_scripting` / `is_tracing`, when a f
 _REMEMBERED = "remembered:"  # + module: a skipped file's `remember` words
 # Changed with any key above: a scan's cache holds the files' facts under their keys, and
 # one written with other keys is not read (migrate.scan.engine keys the cache with it).
-KEYS_VERSION = 2
+KEYS_VERSION = 3
 
 
 def _framework_users(code: str) -> str:

@@ -57,9 +57,8 @@ class RepositoryWrapperCall(PythonCheck):
         if facts is not None:
             own = facts.wrappers()
             mine = known.mine(own)  # the others are foreign to this file
-            for qual in facts.calls():
-                target = known.index.resolve(qual)
-                if target in known.wrappers and target not in mine:
+            for qual in facts.calls():  # what it imports or calls
+                if known.reaches(qual) and known.index.resolve(qual) not in mine:
                     return True
             # A file defining wrappers: its definitions are reported once callers are known.
             return bool(own) and bool(mine - set(facts.calls()))
@@ -87,9 +86,16 @@ class RepositoryWrapperCall(PythonCheck):
         known = repository_wrappers(ctx.repo_facts)
         mine = {w.qual: w for w in local.values()}
         index = known.index
-        calls: set[str] = set()
+        imported = _imported(ctx)
+        # What the file imports from elsewhere tells the repository pass whether it may call
+        # a wrapper found in another file (then it is analysed again, with the wrappers
+        # known); only the names that can reach a known wrapper, and this file's own, are
+        # looked for among its calls (in the first pass: its own only).
+        calls = set(imported.values())
+        reach = {name for name, qual in imported.items() if known.reaches(qual)} | set(local)
         sites: list[tuple[ast.Call, Wrapper]] = []
-        for node, qual in ctx.shared("MIG121.calls", lambda: _repository_calls(ctx, local)):
+        found_calls = _repository_calls(ctx, local, reach) if reach else []
+        for node, qual in found_calls:
             calls.add(qual)
             target = index.resolve(qual)
             found = mine.get(target) or known.wrappers.get(target)
@@ -341,25 +347,33 @@ def _eager_fallback(ctx: PythonContext, members: list[tuple[str, ast.AST]]) -> d
     return {"drop_fallback": (message, Fix((), (), Applicability.UNSAFE, rides=rides))}
 
 
-def _repository_calls(ctx: PythonContext, local: dict[str, Wrapper]) -> list[tuple[ast.Call, str]]:
-    """Each call whose function may be one of the repository's, with its qualname (not a
-    torch one), in `ast.walk` order. A call is resolved only when its first name can
-    stand for something not torch's: a name some scope imports from elsewhere, a module-level
-    alias, a wrapper of this file; any other name is a local value, a builtin or a torch API
-    (resolving it would collect every function body's scope). Only the statements on lines
-    spelling such a name are walked."""
+def _imported(ctx: PythonContext) -> dict[str, str]:
+    """{local name: qualname} of what the file's imports (in any scope) and module-level
+    aliases bind, torch's left out."""
     table = ctx.table
-    names: set[str] | None = None  # None: every name may (a star import hands on any)
-    lines: list[int] | None = None  # the lines spelling one of them (None: every line)
-    if not table.module_scope.star_modules:
-        names = set(table.module_scope.aliases) | set(local)
-        for scope in table.import_scopes():
-            names.update(
-                local_name
-                for local_name, qual in scope.imports.items()
-                if qual != "torch" and not qual.startswith("torch.")
-            )
-        lines = WholeWords(names).lines(ctx.text)
+    out: dict[str, str] = {}
+    for scope in table.import_scopes():
+        for local_name, qual in scope.imports.items():
+            if qual != "torch" and not qual.startswith("torch."):
+                out.setdefault(local_name, qual)
+    module_scope = table.module_scope
+    for name, value in module_scope.aliases.items():
+        qual = table.qualname(value, module_scope)
+        if qual is not None and not qual.startswith("torch"):
+            out.setdefault(name, qual)
+    return out
+
+
+def _repository_calls(
+    ctx: PythonContext, local: dict[str, Wrapper], reach: set[str]
+) -> list[tuple[ast.Call, str]]:
+    """Each call whose first name is one of `reach` (a name bound to a wrapper or to a module
+    holding one, or a wrapper of this file), with its qualname (not a torch one), in
+    `ast.walk` order. Only the statements on lines spelling such a name are walked; with a
+    star import every line is (it hands on any name)."""
+    table = ctx.table
+    star = bool(table.module_scope.star_modules)
+    lines = None if star else WholeWords(reach).lines(ctx.text)
     out = []
     for node in walk_lines(ctx.tree, lines):
         if type(node) is not ast.Call:
@@ -368,7 +382,7 @@ def _repository_calls(ctx: PythonContext, local: dict[str, Wrapper]) -> list[tup
         base = func
         while isinstance(base, ast.Attribute):
             base = base.value
-        if not isinstance(base, ast.Name) or (names is not None and base.id not in names):
+        if not isinstance(base, ast.Name) or (not star and base.id not in reach):
             continue
         qual = ctx.qualname(func)
         if qual is None and isinstance(func, ast.Name) and func.id in local:

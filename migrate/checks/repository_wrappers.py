@@ -638,6 +638,14 @@ class RepositoryWrappers:
                     return True
         return False
 
+    def reaches(self, qual: str) -> bool:
+        """Whether `qual` (an imported name's qualname) is a wrapper or a module or package
+        holding one, through the repository's re-exports."""
+        if not self.wrappers:
+            return False
+        target = self.index.resolve(qual)
+        return target in self.wrappers or target in self._holders
+
     @functools.cached_property
     def _holders(self) -> frozenset[str]:
         """The modules and packages a wrapper lies in (each prefix of its qualname)."""
