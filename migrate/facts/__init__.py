@@ -29,6 +29,7 @@ import re
 from collections.abc import Collection, Iterable
 from pathlib import Path
 
+from migrate.analysis.pyscope import resolve_relative
 from migrate.facts._repo import Repo, SourceFile, Span
 from migrate.facts.artifacts import Site, find_sites
 from migrate.facts.blockers import Blocker, CapturedClass, Method, find_captured_classes
@@ -207,18 +208,13 @@ class RepoFacts:
             f = self.repo.files.get(display)
             found: set[str] = set()
             if f is not None and f.src.text:
-                package = f.module if f.is_package else f.module.rpartition(".")[0]
                 for node in import_statements(f.src.text):
                     if isinstance(node, ast.Import):
                         names = [a.name for a in node.names]
                     else:
                         base = node.module or ""
                         if node.level:
-                            parts = package.split(".") if package else []
-                            parts = (
-                                parts[: len(parts) - (node.level - 1)] if node.level > 1 else parts
-                            )
-                            base = ".".join([*parts, base] if base else parts)
+                            base = resolve_relative(f.module, f.is_package, node.level, base)
                         names = [base, *(f"{base}.{a.name}" for a in node.names)]
                     for name in names:
                         while name:

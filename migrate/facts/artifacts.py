@@ -317,7 +317,7 @@ def is_torchscript(repo: Repo, f: FileIndex, expr: ast.expr, depth: int = 0) -> 
     if isinstance(expr, ast.Call):
         return unwrap_call(repo, f, expr) is not None
     if isinstance(expr, ast.Name):
-        kind, where = f.lookup(expr.id, f.table.scope_for(expr))
+        kind, where = f.table.lookup(expr.id, f.table.scope_for(expr))
         if kind == "local":
             assert isinstance(where, Scope)
             return _bound_to_torchscript(repo, f, where, expr.id, depth)
@@ -446,7 +446,7 @@ def _join(parts: list[_Value]) -> _Value:
 def _name(
     repo: Repo, f: FileIndex, expr: ast.Name, scope: Scope, prefix: bool, depth: int
 ) -> _Value | None:
-    kind, where = f.lookup(expr.id, scope)
+    kind, where = f.table.lookup(expr.id, scope)
     if kind == "free":
         return _Value(f.display) if expr.id == "__file__" else None
     if kind == "import":
@@ -479,7 +479,7 @@ def _opened_file(f: FileIndex, scope: Scope, name: str) -> ast.expr | None:
         return None
     func = call.func
     if isinstance(func, ast.Name) and func.id == "open" and call.args:
-        return call.args[0] if f.lookup("open", scope)[0] == "free" else None
+        return call.args[0] if f.table.lookup("open", scope)[0] == "free" else None
     if isinstance(func, ast.Attribute) and func.attr == "open":
         if f.qualname(func) == "io.open":
             return call.args[0] if call.args else None
@@ -525,7 +525,7 @@ def _call(
     repo: Repo, f: FileIndex, call: ast.Call, scope: Scope, prefix: bool, depth: int
 ) -> _Value | None:
     qual = f.qualname(call.func)
-    if isinstance(call.func, ast.Name) and f.lookup(call.func.id, scope)[0] == "free":
+    if isinstance(call.func, ast.Name) and f.table.lookup(call.func.id, scope)[0] == "free":
         qual = call.func.id  # a builtin such as str()
     args = call.args
     if call.keywords and qual not in _ENV:

@@ -52,7 +52,10 @@ def _callee(repo: Repo, f: FileIndex, call: ast.Call, wrappers) -> Wrapper | Non
     func = call.func
     qual = f.qualname(func)
     if qual is None:
-        if isinstance(func, ast.Name) and f.lookup(func.id, f.table.scope_for(func))[0] == "local":
+        if (
+            isinstance(func, ast.Name)
+            and f.table.lookup(func.id, f.table.scope_for(func))[0] == "local"
+        ):
             return wrappers.get((f.module, func.id))
         return None
     found = repo.module_binding(qual)
@@ -243,7 +246,7 @@ def _dtype(f: FileIndex, expr: ast.expr) -> str | None:
 def _through_callers(repo: Repo, f: FileIndex, name: ast.Name, depth: int) -> str | None:
     """A parameter of a module-level function: what every call of it in the repository
     passes there (one spelling, or None)."""
-    kind, scope = f.lookup(name.id, f.table.scope_for(name))
+    kind, scope = f.table.lookup(name.id, f.table.scope_for(name))
     func = getattr(scope, "node", None)
     if kind != "local" or not isinstance(func, ast.FunctionDef) or func not in f.tree.body:
         return None
