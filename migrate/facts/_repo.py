@@ -1,7 +1,10 @@
 """The repository index the fact builders share: files by module, lazy per-file name tables.
 
 Every per-file structure (ScopeTable, parent links, binding index) is built on first use, so
-files that no fact ever looks into cost one text search and nothing else.
+files that no fact ever looks into cost one text search and nothing else. A file's names are
+resolved by its ScopeTable (migrate.analysis.pyscope: `qualname`, `lookup`), the scan's own
+table of the file where the scan parsed it; across files, `Repo.module_binding` follows a
+name to the module-level binding it stands for.
 """
 
 from __future__ import annotations

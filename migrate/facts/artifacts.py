@@ -27,11 +27,12 @@ from __future__ import annotations
 import ast
 import posixpath
 import sys
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
 
 from migrate.analysis.pyscope import Scope, ScopeTable
 from migrate.analysis.textsearch import WholeWords
+from migrate.checks.repository_wrappers import Wrapper
 from migrate.facts._repo import (
     FileIndex,
     Repo,
@@ -144,9 +145,12 @@ def _spells_a_site_call(text: str) -> bool:
     return _CALL_WORDS.search(text)
 
 
-def find_sites(repo: Repo, torchscript_names: Collection[str] = ()) -> list[Site]:
-    """Every producer and consumer. `torchscript_names`: names bound at module level to a
-    TorchScript module somewhere; a file without "jit" can only save one it imports."""
+def find_sites(
+    repo: Repo, wrappers: Mapping[str, Wrapper], torchscript_names: Collection[str] = ()
+) -> list[Site]:
+    """Every producer and consumer, the calls of the repository's own `wrappers` (by
+    qualname) included. `torchscript_names`: names bound at module level to a TorchScript
+    module somewhere; a file without "jit" can only save one it imports."""
     sites: list[Site] = []
     for f in repo:
         text = f.src.text
@@ -159,7 +163,7 @@ def find_sites(repo: Repo, torchscript_names: Collection[str] = ()) -> list[Site
             site = _site(repo, f, call)
             if site is not None:
                 sites.append(site)
-    sites += wrapper_sites(repo, _make)  # calls of the repository's own wrappers (MIG121)
+    sites += wrapper_sites(repo, wrappers, _make)  # calls of the repository's own (MIG121)
     sites.sort(key=lambda s: s.span)
     shared: dict[Span, int] = {}
     for site in sites:
