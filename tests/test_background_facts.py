@@ -1,6 +1,7 @@
 """The planner's facts are built on a thread while the repository pass keeps the process pool
-busy. They must be the facts built afterwards, a scan must plan the same with them, and an
-error while building them must surface where the facts are asked for."""
+busy. They must be the facts built afterwards, with the pass's merged facts in them, a scan
+must plan the same with them, and an error while building them must surface where the facts
+are asked for."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 
 import migrate.pipeline.scan as pipeline
 import migrate.scan.engine as engine
+from migrate.checks.repository_wrappers import repository_wrappers
 from migrate.pipeline import planfacts
 from migrate.pipeline.planfacts import BackgroundFacts, build_scan_facts
 from migrate.pipeline.scan import PlannedScanner as Scanner
@@ -33,21 +35,29 @@ def test_facts_built_in_the_background_equal_facts_built_after():
     assert early[0] and early[1]  # captures and archive sites: not vacuous
 
 
-def test_a_pooled_repository_pass_plans_with_the_background_facts(monkeypatch):
-    plain = Scanner(ScanOptions(cache=False, jobs=1)).scan([REPOS])
-    started: list[BackgroundFacts] = []
+def _pooled(monkeypatch) -> list[tuple[BackgroundFacts, tuple]]:
+    """Send every repository pass to the pool from its first file; the facts threads its
+    start begins, each with the arguments it was given, are listed in the returned list."""
+    started: list[tuple[BackgroundFacts, tuple]] = []
     original = BackgroundFacts.__init__
 
     def spy(self, *args, **kwargs):
         original(self, *args, **kwargs)
-        started.append(self)
+        started.append((self, args))
 
     monkeypatch.setattr(engine, "PARALLEL_THRESHOLD", 1)  # the pass goes to the pool,
     monkeypatch.setattr(engine, "POOL_AFTER_BYTES", 0)  # from its first file
     monkeypatch.setattr(BackgroundFacts, "__init__", spy)
+    return started
+
+
+def test_a_pooled_repository_pass_plans_with_the_background_facts(monkeypatch):
+    plain = Scanner(ScanOptions(cache=False, jobs=1)).scan([REPOS])
+    started = _pooled(monkeypatch)
     pooled = Scanner(ScanOptions(cache=False, jobs=2)).scan([REPOS])
     assert len(started) == 1
-    assert started[0]._thread.ident is not None and not started[0]._thread.is_alive()
+    thread = started[0][0]._thread
+    assert thread.ident is not None and not thread.is_alive()
     monkeypatch.setattr(pipeline, "build_scan_facts", None)  # planning may not build its own
     again = Scanner(ScanOptions(cache=False, jobs=2)).scan([REPOS])
     assert [f.to_dict() for f in again.findings] == [f.to_dict() for f in plain.findings]
@@ -56,8 +66,24 @@ def test_a_pooled_repository_pass_plans_with_the_background_facts(monkeypatch):
     assert held  # the planner held some fixes back: the facts were used
 
 
+def test_the_background_facts_carry_the_merged_facts_the_pass_reads(monkeypatch):
+    """The thread starts with the repository pass's merged facts, which are complete then:
+    the planner's facts hold that object and take its wrappers, decoded once."""
+    started = _pooled(monkeypatch)
+    scanner = Scanner(ScanOptions(cache=False, jobs=2))
+    scanner.scan([REPOS / "wrappers"])
+    assert len(started) == 1
+    _, (_jobs, _results, repository_facts, wrappers_told) = started[0]
+    assert repository_facts is scanner.repo_facts and wrappers_told
+    facts = scanner.facts()
+    assert facts is started[0][0].result()
+    assert facts.repository_facts is scanner.repo_facts
+    assert facts.wrappers is repository_wrappers(scanner.repo_facts).wrappers
+    assert facts.wrappers  # the sample's wrappers: not vacuous
+
+
 def test_an_error_while_building_reaches_whoever_asks(monkeypatch):
-    def broken(jobs, hints):
+    def broken(jobs, hints, *repository_pass):
         raise RuntimeError("facts broke")
 
     monkeypatch.setattr(planfacts, "build_scan_facts", broken)

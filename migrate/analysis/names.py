@@ -9,6 +9,8 @@ import keyword
 import re
 from collections.abc import Iterable
 
+from migrate.analysis.pyscope import resolve_relative
+
 
 class ImportIndex:
     """module.name -> the qualified name it stands for, over the repository: the parsed
@@ -42,11 +44,10 @@ class ImportIndex:
             return []
         bases = [node.module or ""]
         if node.level:
-            parts = module.split(".")
-            bases = []
-            for package in (parts, parts[:-1]):
-                cut = package[: len(package) - (node.level - 1)] if node.level > 1 else package
-                bases.append(".".join([*cut, node.module] if node.module else cut))
+            bases = [
+                resolve_relative(module, package, node.level, node.module)
+                for package in (True, False)
+            ]
         return [
             (alias.asname or alias.name, f"{base}.{alias.name}")
             for alias in node.names

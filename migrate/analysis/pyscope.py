@@ -326,8 +326,7 @@ class ScopeTable:
         """The scopes a read of `name` in `scope` looks in, innermost first: a class body
         only where the read is (it is not visible from the functions nested in it), and a
         `global` declaration goes straight to the module's scope (at module level it changes
-        nothing). Every lookup of a name walks this one chain (binding, and the facts' own
-        `FileIndex.lookup`)."""
+        nothing). Every lookup of a name walks this one chain (`binding`, `lookup`)."""
         current: Scope | None = scope
         first = True
         while current is not None:
@@ -340,6 +339,19 @@ class ScopeTable:
                 continue
             yield current
             current = current.parent
+
+    def lookup(self, name: str, scope: Scope) -> tuple[str, Scope | str | None]:
+        """Where `name` read in `scope` is bound: ("import", qualname), ("local", the scope
+        that binds it) or ("free", None) for builtins and undefined names. `binding` asks
+        what the name stands for; the planner's facts ask where, to follow a local value."""
+        for current in self.scope_chain(name, scope):
+            if name in current.imports:
+                if current.kind != "module" and name in current.locals:
+                    return "local", current  # imported and rebound in a function: unclear
+                return "import", self.canonical(current.imports[name])
+            if name in current.locals or name in current.aliases or name in current.defs:
+                return "local", current
+        return "free", None
 
     def binding(self, name: str, scope: Scope, _depth: int = 0) -> Binding:
         for current in self.scope_chain(name, scope):

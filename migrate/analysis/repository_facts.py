@@ -14,6 +14,10 @@ workers receive (pickled once per process). The structures derived from the merg
 the checks' own: the decoded wrappers, the captured-class index) are the same for every
 file, so `RepositoryFacts.built` builds each on the first ask and keeps it with the facts:
 the repository pass costs the files it analyses, not files times facts.
+
+After the scan the merged facts go on to the planner as they are, inside the one facts object
+it reads (migrate.facts.RepoFacts.repository_facts), derived structures included: what a
+file tells here is not searched for again there.
 """
 
 from __future__ import annotations

@@ -1,16 +1,22 @@
-"""Stage 2, facts: repository-wide facts that decide whether a rewrite is safe (issue 10).
+"""Stage 2, facts: repository-wide facts that decide whether a rewrite is safe.
 
-In: the repository's Python files (SourceFile: display path, module, text, the scan's hints;
-migrate.pipeline.planfacts makes them from a scan's jobs and results). Out: a RepoFacts that
-the planner asks about archive writers and readers, capture uses, blockers and import reach.
+In: the repository's Python files (SourceFile: display path, module, text, the scan's hints)
+and what the scan's repository pass merged of what those files told each other (a
+RepositoryFacts, migrate.analysis.repository_facts); migrate.pipeline.planfacts makes both
+from a scan's jobs and results. Out: RepoFacts, the one object the planner asks: archive
+writers and readers, capture uses, blockers, import reach, and the scan's merged facts
+themselves (`RepoFacts.repository_facts`), so that a question the repository pass already
+answered (the repository's wrappers) is asked of it, not computed again.
 
 Pure analysis on the standard library's ast: no torch import, no file writes. Build once per
-run with `build_facts(files)` and ask the returned RepoFacts. Every position is a Span:
-(display, line 1-based, column 1-based in characters, end_line, end_column exclusive), the
-convention of migrate.findings.Finding, so a finding maps to a site by (path, line, column)
-of its start.
+run with `build_facts(files, repository_facts)` and ask the returned RepoFacts. Every position
+is a Span: (display, line 1-based, column 1-based in characters, end_line, end_column
+exclusive), the convention of migrate.findings.Finding, so a finding maps to a site by (path,
+line, column) of its start. Names resolve through migrate.analysis.pyscope (each file's
+ScopeTable: `qualname`, `lookup`, relative imports), as the checks' names do.
 
 - artifacts.py: producers/consumers of TorchScript archives and the file they name.
+- wrappers.py: the calls of the repository's own wrappers among them.
 - values.py: where a module-level or `self.attr` capture's value is used outside its scope.
 - blockers.py: the class a capture captures, the methods its forward reaches and the
   `@torch.jit.ignore/unused` ones among them.
@@ -29,11 +35,15 @@ import re
 from collections.abc import Collection, Iterable
 from pathlib import Path
 
+from migrate.analysis.pyscope import resolve_relative
+from migrate.analysis.repository_facts import NO_FACTS, RepositoryFacts
+from migrate.checks.repository_wrappers import Wrapper, repository_wrappers
 from migrate.facts._repo import Repo, SourceFile, Span
 from migrate.facts.artifacts import Site, find_sites
 from migrate.facts.blockers import Blocker, CapturedClass, Method, find_captured_classes
 from migrate.facts.imports import import_statements
 from migrate.facts.values import CaptureValue, ValueUse, find_captures
+from migrate.facts.wrappers import find_wrappers_in
 
 __all__ = [
     "Blocker",
@@ -53,17 +63,34 @@ _SKIP_DIRS = frozenset({"__pycache__", "node_modules", "site-packages", "venv", 
 
 
 class RepoFacts:
-    """The answers, indexed by the start (display, line, column) of the call they are about."""
+    """The answers, indexed by the start (display, line, column) of the call they are about.
 
-    def __init__(self, repo: Repo) -> None:
+    `repository_facts` is what the scan's repository pass merged (NO_FACTS without a scan):
+    with `wrappers_told` (the scan ran the wrapper rule, so every file that defines a
+    wrapper told it) the wrappers whose calls join the artifact flow are the pass's, decoded
+    once for MIG121 and for these facts (checks.repository_wrappers.repository_wrappers);
+    without it they are searched in the files."""
+
+    def __init__(
+        self,
+        repo: Repo,
+        repository_facts: RepositoryFacts = NO_FACTS,
+        wrappers_told: bool = False,
+    ) -> None:
         self.repo = repo
+        self.repository_facts = repository_facts
+        self.wrappers: dict[str, Wrapper]  # by qualname
+        if wrappers_told:
+            self.wrappers = repository_wrappers(repository_facts).wrappers
+        else:
+            self.wrappers = find_wrappers_in(repo)
         self._imports: dict[str, frozenset[str]] = {}
         captures, self._traces, torchscript_names = find_captures(repo)
         self.captures: list[CaptureValue] = captures
         self._captures_at = {c.call.start: c for c in captures}
         for capture in captures:  # torch.jit.freeze(torch.jit.script(m)): either call
             self._captures_at.setdefault(capture.outer.start, capture)
-        self.sites: list[Site] = find_sites(repo, torchscript_names)
+        self.sites: list[Site] = find_sites(repo, self.wrappers, torchscript_names)
         self._sites_at = {s.span.start: s for s in self.sites}
         self._by_key: dict[str, list[Site]] = {}
         for site in self.sites:
@@ -207,18 +234,13 @@ class RepoFacts:
             f = self.repo.files.get(display)
             found: set[str] = set()
             if f is not None and f.src.text:
-                package = f.module if f.is_package else f.module.rpartition(".")[0]
                 for node in import_statements(f.src.text):
                     if isinstance(node, ast.Import):
                         names = [a.name for a in node.names]
                     else:
                         base = node.module or ""
                         if node.level:
-                            parts = package.split(".") if package else []
-                            parts = (
-                                parts[: len(parts) - (node.level - 1)] if node.level > 1 else parts
-                            )
-                            base = ".".join([*parts, base] if base else parts)
+                            base = resolve_relative(f.module, f.is_package, node.level, base)
                         names = [base, *(f"{base}.{a.name}" for a in node.names)]
                     for name in names:
                         while name:
@@ -236,14 +258,19 @@ class RepoFacts:
         return self._traces.get(display, 0)
 
 
-def build_facts(files: Iterable[SourceFile] | str | os.PathLike[str]) -> RepoFacts:
-    """Facts over parsed files (or over every Python file under a folder)."""
+def build_facts(
+    files: Iterable[SourceFile] | str | os.PathLike[str],
+    repository_facts: RepositoryFacts = NO_FACTS,
+    wrappers_told: bool = False,
+) -> RepoFacts:
+    """Facts over parsed files (or over every Python file under a folder), with what the
+    scan's repository pass merged of them (see RepoFacts)."""
     from migrate.analysis.astwalk import DEEP_RECURSION, recursion_limit
 
     if isinstance(files, (str, os.PathLike)):
         files = load_tree(files)
     with recursion_limit(DEEP_RECURSION):
-        return RepoFacts(Repo.build(list(files)))
+        return RepoFacts(Repo.build(list(files)), repository_facts, wrappers_told)
 
 
 def load_tree(root: str | os.PathLike[str]) -> list[SourceFile]:

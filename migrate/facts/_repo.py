@@ -1,7 +1,10 @@
 """The repository index the fact builders share: files by module, lazy per-file name tables.
 
 Every per-file structure (ScopeTable, parent links, binding index) is built on first use, so
-files that no fact ever looks into cost one text search and nothing else.
+files that no fact ever looks into cost one text search and nothing else. A file's names are
+resolved by its ScopeTable (migrate.analysis.pyscope: `qualname`, `lookup`), the scan's own
+table of the file where the scan parsed it; across files, `Repo.module_binding` follows a
+name to the module-level binding it stands for.
 """
 
 from __future__ import annotations
@@ -250,18 +253,6 @@ class FileIndex:
     def qualname(self, expr: ast.AST) -> str | None:
         return self.table.qualname(expr)
 
-    def lookup(self, name: str, scope: Scope) -> tuple[str, Scope | str | None]:
-        """Where `name` read in `scope` is bound: ("import", qualname), ("local", scope that
-        binds it) or ("free", None) for builtins and undefined names."""
-        for current in self.table.scope_chain(name, scope):
-            if name in current.imports:
-                if current.kind != "module" and name in current.locals:
-                    return "local", current  # imported and rebound in a function: unclear
-                return "import", self.table.canonical(current.imports[name])
-            if name in current.locals or name in current.aliases or name in current.defs:
-                return "local", current
-        return "free", None
-
     def single_value(self, scope: Scope, name: str) -> ast.expr | None:
         """The value of `name` when the scope binds it exactly once, by `name = value`."""
         if name in scope.imports or name in scope.defs or _is_param(scope, name):
@@ -279,7 +270,7 @@ class FileIndex:
     def value_of(self, node: ast.Name) -> tuple[FileIndex, ast.expr, Scope] | None:
         """The expression a read of a local name evaluates to, if one binding reaches it."""
         scope = self.table.scope_for(node)
-        kind, where = self.lookup(node.id, scope)
+        kind, where = self.table.lookup(node.id, scope)
         if kind != "local":
             return None
         assert isinstance(where, Scope)

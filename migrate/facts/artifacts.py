@@ -27,11 +27,12 @@ from __future__ import annotations
 import ast
 import posixpath
 import sys
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
 
 from migrate.analysis.pyscope import Scope, ScopeTable
 from migrate.analysis.textsearch import WholeWords
+from migrate.checks.repository_wrappers import Wrapper
 from migrate.facts._repo import (
     FileIndex,
     Repo,
@@ -144,9 +145,12 @@ def _spells_a_site_call(text: str) -> bool:
     return _CALL_WORDS.search(text)
 
 
-def find_sites(repo: Repo, torchscript_names: Collection[str] = ()) -> list[Site]:
-    """Every producer and consumer. `torchscript_names`: names bound at module level to a
-    TorchScript module somewhere; a file without "jit" can only save one it imports."""
+def find_sites(
+    repo: Repo, wrappers: Mapping[str, Wrapper], torchscript_names: Collection[str] = ()
+) -> list[Site]:
+    """Every producer and consumer, the calls of the repository's own `wrappers` (by
+    qualname) included. `torchscript_names`: names bound at module level to a TorchScript
+    module somewhere; a file without "jit" can only save one it imports."""
     sites: list[Site] = []
     for f in repo:
         text = f.src.text
@@ -159,7 +163,7 @@ def find_sites(repo: Repo, torchscript_names: Collection[str] = ()) -> list[Site
             site = _site(repo, f, call)
             if site is not None:
                 sites.append(site)
-    sites += wrapper_sites(repo, _make)  # calls of the repository's own wrappers (MIG121)
+    sites += wrapper_sites(repo, wrappers, _make)  # calls of the repository's own (MIG121)
     sites.sort(key=lambda s: s.span)
     shared: dict[Span, int] = {}
     for site in sites:
@@ -317,7 +321,7 @@ def is_torchscript(repo: Repo, f: FileIndex, expr: ast.expr, depth: int = 0) -> 
     if isinstance(expr, ast.Call):
         return unwrap_call(repo, f, expr) is not None
     if isinstance(expr, ast.Name):
-        kind, where = f.lookup(expr.id, f.table.scope_for(expr))
+        kind, where = f.table.lookup(expr.id, f.table.scope_for(expr))
         if kind == "local":
             assert isinstance(where, Scope)
             return _bound_to_torchscript(repo, f, where, expr.id, depth)
@@ -446,7 +450,7 @@ def _join(parts: list[_Value]) -> _Value:
 def _name(
     repo: Repo, f: FileIndex, expr: ast.Name, scope: Scope, prefix: bool, depth: int
 ) -> _Value | None:
-    kind, where = f.lookup(expr.id, scope)
+    kind, where = f.table.lookup(expr.id, scope)
     if kind == "free":
         return _Value(f.display) if expr.id == "__file__" else None
     if kind == "import":
@@ -479,7 +483,7 @@ def _opened_file(f: FileIndex, scope: Scope, name: str) -> ast.expr | None:
         return None
     func = call.func
     if isinstance(func, ast.Name) and func.id == "open" and call.args:
-        return call.args[0] if f.lookup("open", scope)[0] == "free" else None
+        return call.args[0] if f.table.lookup("open", scope)[0] == "free" else None
     if isinstance(func, ast.Attribute) and func.attr == "open":
         if f.qualname(func) == "io.open":
             return call.args[0] if call.args else None
@@ -525,7 +529,7 @@ def _call(
     repo: Repo, f: FileIndex, call: ast.Call, scope: Scope, prefix: bool, depth: int
 ) -> _Value | None:
     qual = f.qualname(call.func)
-    if isinstance(call.func, ast.Name) and f.lookup(call.func.id, scope)[0] == "free":
+    if isinstance(call.func, ast.Name) and f.table.lookup(call.func.id, scope)[0] == "free":
         qual = call.func.id  # a builtin such as str()
     args = call.args
     if call.keywords and qual not in _ENV:

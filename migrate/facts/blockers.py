@@ -164,7 +164,7 @@ def _resolve_def(
 ) -> tuple[FileIndex, ast.AST] | None:
     """The def or class statement a reference (`name`, `mod.name`) names in the repository."""
     if isinstance(ref, ast.Name):
-        kind, where = f.lookup(ref.id, scope)
+        kind, where = f.table.lookup(ref.id, scope)
         if kind == "local" and isinstance(where, Scope):
             node = where.defs.get(ref.id)
             return (f, node) if node is not None else None

@@ -17,9 +17,13 @@ import dataclasses
 import os
 import posixpath
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from migrate.findings import Finding
 from migrate.registry import code_with, codes_with
+
+if TYPE_CHECKING:  # facts/__init__ is imported only when facts are built
+    from migrate.facts import RepoFacts
 
 NATIVE_RULES = codes_with("native-runtime")
 SOURCE_RULES = codes_with("native-source")  # uses of the runtime a CMake project compiles
@@ -30,7 +34,7 @@ PRODUCER_RULES = codes_with("archive-writer")
 _RUNTIME_BYTES = (b"jit", b"LibTorch", b"torch/script.h")
 
 
-def link_serving(findings: list[Finding], facts: Callable[[], object | None]) -> list[Finding]:
+def link_serving(findings: list[Finding], facts: Callable[[], RepoFacts | None]) -> list[Finding]:
     """The findings with CMake candidates confirmed or dropped and native loads linked to
     their Python writers. `facts` builds the repository facts (only called when needed)."""
     if not any(f.rule in (*NATIVE_RULES, CMAKE_RULE) for f in findings):
@@ -45,7 +49,7 @@ def link_serving(findings: list[Finding], facts: Callable[[], object | None]) ->
         return findings
     writers: dict[str, list[Finding]] = {}  # archive base name -> its Python writers
     for p in producers:
-        site = repo.site_at(p.path, p.line, p.column)  # type: ignore[attr-defined]
+        site = repo.site_at(p.path, p.line, p.column)
         if site is not None and site.key is not None:
             writers.setdefault(posixpath.basename(site.key), []).append(p)
     by_file: dict[str, list[Finding]] = {}

@@ -261,7 +261,7 @@ def _uses_in(f: FileIndex, aliases: dict[str, CaptureValue], words: set[str]) ->
             own = None  # a re-export of the name, not this module's capture
         for load in f.loads(name):
             scope = f.table.scope_for(load)
-            kind, where = f.lookup(name, scope)
+            kind, where = f.table.lookup(name, scope)
             capture = None
             if kind == "import":
                 capture = aliases.get(str(where))

@@ -1,18 +1,21 @@
-"""The repository's own TorchScript wrappers in the artifact flow (issue 27 item 7).
+"""The repository's own TorchScript wrappers in the artifact flow.
 
 A call of a wrapper that writes the archive to its path parameter
 (`convert_to_torchscript(net, DENOISE_PATH)`, `save_net_with_metadata(m, PATH)`) is a
 producer of the file that call names; one of a wrapper that loads from its path parameter is
 a consumer. Their keys are evaluated at the call site, as any other path is (literals,
 constants, imported ones...), so a wrapper that saves and a wrapper that loads, or a plain
-`torch.jit.load`, of one path are linked. The wrappers are found by
-migrate.checks.repository_wrappers (MIG121 reports the same calls); callees are resolved through
-imports and package re-exports (Repo.module_binding).
+`torch.jit.load`, of one path are linked. The wrappers are those MIG121 reports: the scan's
+repository pass decoded them once from what the files told (RepoFacts gets them from it);
+only facts built without that pass search the files here, with the same
+migrate.checks.repository_wrappers. Callees are resolved through imports and package
+re-exports (Repo.module_binding).
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Mapping
 
 from migrate.analysis.textsearch import WholeWords
 from migrate.checks.repository_wrappers import Wrapper, find_wrappers
@@ -21,23 +24,25 @@ from migrate.facts._repo import FileIndex, Repo
 WRAPPER_API = "wrapper"  # Site.api prefix: "wrapper medlib.utils.save_net_with_metadata"
 
 
-def find_wrappers_in(repo: Repo) -> dict[tuple[str, str], Wrapper]:
-    """Every wrapper of the repository, by (module, function name)."""
-    found: dict[tuple[str, str], Wrapper] = {}
+def find_wrappers_in(repo: Repo) -> dict[str, Wrapper]:
+    """Every wrapper of the repository by qualname, searched in its files: for facts built
+    without a repository pass that looked for them (a folder analysed alone, a scan whose
+    rules left the wrapper rule out)."""
+    found: dict[str, Wrapper] = {}
     for f in repo:
         text = f.src.text
         if "jit" not in text or "def " not in text:
             continue
-        for name, w in find_wrappers(f.ctx).items():
-            found[(f.module, name)] = w
+        for w in find_wrappers(f.ctx).values():
+            found[w.qual] = w
     return found
 
 
-def wrapper_calls(repo: Repo, wrappers: dict[tuple[str, str], Wrapper]):
-    """(file, call, wrapper) for every call of a wrapper in the repository."""
+def wrapper_calls(repo: Repo, wrappers: Mapping[str, Wrapper]):
+    """(file, call, wrapper) for every call of a wrapper (by qualname) in the repository."""
     if not wrappers:
         return
-    names = frozenset(name for _, name in wrappers)
+    names = frozenset(w.name for w in wrappers.values())
     words = WholeWords(names)
     for f in repo:
         if not words.search(f.src.text):
@@ -52,23 +57,31 @@ def _callee(repo: Repo, f: FileIndex, call: ast.Call, wrappers) -> Wrapper | Non
     func = call.func
     qual = f.qualname(func)
     if qual is None:
-        if isinstance(func, ast.Name) and f.lookup(func.id, f.table.scope_for(func))[0] == "local":
-            return wrappers.get((f.module, func.id))
+        if (
+            isinstance(func, ast.Name)
+            and f.table.lookup(func.id, f.table.scope_for(func))[0] == "local"
+        ):
+            return wrappers.get(_qualname(f.module, func.id))
         return None
     found = repo.module_binding(qual)
     if found is None:
         return None
     target, name = found
-    return wrappers.get((target.module, name))
+    return wrappers.get(_qualname(target.module, name))
 
 
-def wrapper_sites(repo: Repo, make_site) -> list:
-    """The producer and consumer Sites of the wrapper calls (see the module docstring);
-    `make_site(repo, file, call, role, api, path)` builds one (artifacts._make)."""
+def _qualname(module: str, name: str) -> str:
+    return f"{module}.{name}" if module else name  # as Wrapper.qual spells it
+
+
+def wrapper_sites(repo: Repo, wrappers: Mapping[str, Wrapper], make_site) -> list:
+    """The producer and consumer Sites of the calls of `wrappers` (by qualname; see the
+    module docstring); `make_site(repo, file, call, role, api, path)` builds one
+    (artifacts._make)."""
     sites = []
     # Only a wrapper that writes or reads an archive makes its calls sites: the others' calls
     # are not searched (a wrapper named `trace` or `graph` is spelled in most files).
-    paths = {k: w for k, w in find_wrappers_in(repo).items() if w.producer or w.consumer}
+    paths = {q: w for q, w in wrappers.items() if w.producer or w.consumer}
     for f, call, w in wrapper_calls(repo, paths):
         roles = w.call_roles(call)
         args = w.bound(call) or {}
@@ -243,7 +256,7 @@ def _dtype(f: FileIndex, expr: ast.expr) -> str | None:
 def _through_callers(repo: Repo, f: FileIndex, name: ast.Name, depth: int) -> str | None:
     """A parameter of a module-level function: what every call of it in the repository
     passes there (one spelling, or None)."""
-    kind, scope = f.lookup(name.id, f.table.scope_for(name))
+    kind, scope = f.table.lookup(name.id, f.table.scope_for(name))
     func = getattr(scope, "node", None)
     if kind != "local" or not isinstance(func, ast.FunctionDef) or func not in f.tree.body:
         return None

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from migrate import gitsafe
+from migrate.analysis.pyscope import resolve_relative
 from migrate.fix.fixer import Decoded, apply_units, encode
 from migrate.plan.context import CAPTURE_RULES
 from migrate.scan.discover import Skipped, read_checked
@@ -362,8 +363,7 @@ def _imported(tree: ast.AST, package: list[str]) -> set[str]:
             names.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):
             if node.level:
-                base = package[: len(package) - node.level + 1] if node.level > 1 else package
-                module = ".".join([*base, *([node.module] if node.module else [])])
+                module = resolve_relative(".".join(package), True, node.level, node.module)
             else:
                 module = node.module or ""
             if module:
@@ -393,7 +393,7 @@ class ImportGraph:
         self.edges: dict[Path, set[Path]] = {}
         for f in files:
             rel = f.relative_to(root).with_suffix("")
-            package = list(rel.parts[:-1]) if rel.name != "__init__" else list(rel.parts[:-1])
+            package = list(rel.parts[:-1])  # the folder, for a package's __init__ too
             try:
                 tree = ast.parse(read_checked(f))  # the copy keeps symlinks: not /dev/zero
             except (SyntaxError, ValueError, OSError, Skipped):

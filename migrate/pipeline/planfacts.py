@@ -3,16 +3,21 @@
 Every Python file of the scan takes part as text (a loader's path constant or an importer
 of a capture can live in a file that never mentions jit); trees are parsed only for the
 files the facts look into, and not at all for those where the scan's walk found no maker
-call or archive site (its hints).
+call or archive site (its hints). What the scan's repository pass merged (its
+RepositoryFacts) goes into the same object, so the planner reads one.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Mapping
-from typing import NamedTuple, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
+from migrate.analysis.repository_facts import NO_FACTS, RepositoryFacts
 from migrate.scan.discover import Skipped, decode_source
+
+if TYPE_CHECKING:  # the facts package is imported only when facts are built
+    from migrate.facts import RepoFacts
 
 
 class _Job(Protocol):
@@ -35,8 +40,14 @@ class _Hints(Protocol):
     no_sites: bool
 
 
-def build_scan_facts(jobs: Iterable[_Job], results: Mapping[str, _Hints]) -> object:
-    """RepoFacts over the scan's Python files, with the hints of the files it parsed."""
+def build_scan_facts(
+    jobs: Iterable[_Job],
+    results: Mapping[str, _Hints],
+    repository_facts: RepositoryFacts = NO_FACTS,
+    wrappers_told: bool = False,
+) -> RepoFacts:
+    """RepoFacts over the scan's Python files, with the hints of the files it parsed and
+    what its repository pass merged (`wrappers_told`: the wrapper rule was among its rules)."""
     from migrate.facts import SourceFile, build_facts
 
     sources = []
@@ -60,7 +71,7 @@ def build_scan_facts(jobs: Iterable[_Job], results: Mapping[str, _Hints]) -> obj
                 script_dir=job.script_dir,
             )
         )
-    return build_facts(sources)
+    return build_facts(sources, repository_facts, wrappers_told)
 
 
 class _Hint(NamedTuple):
@@ -73,27 +84,43 @@ class BackgroundFacts:
     """build_scan_facts on a thread, started when the repository pass hands its files to the
     process pool: the main process only waits for the workers then, and the facts were
     otherwise built after the pass, on one core. They are the same facts: the pass changes
-    findings, not the files or the hints the facts read (taken here before it starts)."""
+    findings, not the files or the hints the facts read (taken here before it starts), and
+    its merged facts are complete when it starts (the pass reads them, never adds to them)."""
 
-    def __init__(self, jobs: Iterable[_Job], results: Mapping[str, _Hints]) -> None:
+    def __init__(
+        self,
+        jobs: Iterable[_Job],
+        results: Mapping[str, _Hints],
+        repository_facts: RepositoryFacts = NO_FACTS,
+        wrappers_told: bool = False,
+    ) -> None:
         hints = {k: _Hint(r.parsed, r.no_makers, r.no_sites) for k, r in results.items()}
-        self._facts: object | None = None
+        self._facts: RepoFacts | None = None
         self._error: BaseException | None = None
         self._thread = threading.Thread(
-            target=self._build, args=(list(jobs), hints), name="migrate-facts", daemon=True
+            target=self._build,
+            args=(list(jobs), hints, repository_facts, wrappers_told),
+            name="migrate-facts",
+            daemon=True,
         )
         self._thread.start()
 
-    def _build(self, jobs: list[_Job], hints: dict[str, _Hint]) -> None:
+    def _build(
+        self,
+        jobs: list[_Job],
+        hints: dict[str, _Hint],
+        repository_facts: RepositoryFacts,
+        wrappers_told: bool,
+    ) -> None:
         try:
-            self._facts = build_scan_facts(jobs, hints)
+            self._facts = build_scan_facts(jobs, hints, repository_facts, wrappers_told)
         except BaseException as exc:  # raised where the facts are asked for
             self._error = exc
 
     def wait(self) -> None:
         self._thread.join()
 
-    def result(self) -> object:
+    def result(self) -> RepoFacts | None:
         self._thread.join()
         if self._error is not None:
             raise self._error

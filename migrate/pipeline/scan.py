@@ -2,10 +2,11 @@
 
 The scanner (migrate.scan.engine) reports what the checks find. Some fixes are safe only
 with other files (a loader and the writers of its archive): those need the repository's
-facts (migrate.facts), built only when such a fix is found, and on a thread while the
-scanner's repository pass keeps the process pool busy; the plan (migrate.plan) then holds
-back what would leave the tree inconsistent. The planned findings are kept in the scan's
-cache: an unchanged tree's next scan reuses them.
+facts (migrate.facts' RepoFacts, which carries the scanner's merged repository facts too),
+built only when such a fix is found, and on a thread while the scanner's repository pass
+keeps the process pool busy; the plan (migrate.plan) then holds back what would leave the
+tree inconsistent. The planned findings are kept in the scan's cache: an unchanged tree's
+next scan reuses them.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from migrate.analysis.repository_facts import RepositoryFacts
 from migrate.checks.export.apis import LOAD_RULE, SAVE_RULE, SCRIPT_RULE
 from migrate.findings import Finding, ScanResult
 from migrate.pipeline.planfacts import BackgroundFacts, build_scan_facts, file_hints
@@ -23,6 +26,9 @@ from migrate.registry import code_with
 from migrate.safe_read import Skipped
 from migrate.scan.discover import decode_source
 from migrate.scan.engine import FileResult, Scanner, ScanOptions, rare_collections
+
+if TYPE_CHECKING:  # the facts package is imported only when facts are built
+    from migrate.facts import RepoFacts
 
 __all__ = ["PlannedScanner", "ScanOptions", "scan"]
 
@@ -42,10 +48,19 @@ class PlannedScanner(Scanner):
         with rare_collections():
             return self._plan(self._scan(list(paths)))
 
-    def pool_pass_starts(self, results: dict[str, FileResult]) -> None:
+    def pool_pass_starts(
+        self, results: dict[str, FileResult], repository_facts: RepositoryFacts
+    ) -> None:
         """Start the planner's facts on a thread when phase 1's findings will need them."""
         if needs_facts(f for r in results.values() for f in r.findings):
-            self._background = BackgroundFacts(self.jobs.values(), results)
+            self._background = BackgroundFacts(
+                self.jobs.values(), results, repository_facts, self._wrappers_told()
+            )
+
+    def _wrappers_told(self) -> bool:
+        """Whether the scan's files told their wrappers (the wrapper rule ran), so that the
+        facts take them from the repository pass instead of searching the files again."""
+        return code_with("wrapper-call") in self.codes
 
     def _plan(self, out: ScanResult) -> ScanResult:
         # Fixes whose safety depends on other files: held back as a whole repository.
@@ -112,9 +127,10 @@ class PlannedScanner(Scanner):
         kept = [f for f in unplanned if f.rule not in by_path.get(f.path, ())]
         return sorted([*kept, *again], key=lambda f: (f.path, f.line, f.column, f.rule))
 
-    def facts(self, force: bool = False) -> object | None:
-        """Repository facts for the fix planner (migrate.pipeline.planfacts), built once, and
-        only when a finding's fix depends on other files."""
+    def facts(self, force: bool = False) -> RepoFacts | None:
+        """Repository facts for the fix planner (migrate.pipeline.planfacts), with the scan's
+        repository pass in them, built once, and only when a finding's fix depends on other
+        files."""
         if getattr(self, "_facts", None) is not None:
             return self._facts
         findings = getattr(self, "_last_findings", [])
@@ -124,7 +140,12 @@ class PlannedScanner(Scanner):
         if early is not None:
             self._facts = early.result()
         else:
-            self._facts = build_scan_facts(self.jobs.values(), getattr(self, "_results", {}))
+            self._facts = build_scan_facts(
+                self.jobs.values(),
+                getattr(self, "_results", {}),
+                self.repo_facts,
+                self._wrappers_told(),
+            )
         return self._facts
 
 

@@ -6,10 +6,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from migrate.findings import Applicability, Finding, FixKind
 from migrate.plan.units import fix_units
 from migrate.registry import codes_with, warning_codes
+
+if TYPE_CHECKING:  # only named here: the facts package is imported when facts are built
+    from migrate.facts import RepoFacts
 
 FindingKey = tuple[str, str]  # (path, RULE@line:column)
 
@@ -44,7 +48,7 @@ class PlanningContext:
     findings: list[Finding]
     written: set[FindingKey]
     selected: frozenset[str]
-    facts: object | None
+    facts: RepoFacts | None  # the one facts object, the scan's repository pass in it
     intent: str | None = None
 
     def by_path(self, path: str) -> list[Finding]:

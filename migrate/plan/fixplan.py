@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from migrate.findings import Applicability, Finding, FixKind
 from migrate.plan.context import (
@@ -35,6 +36,9 @@ from migrate.plan.rules import PLANNING_RULES
 from migrate.plan.units import fix_units
 from migrate.plan.wrappers import join_wrapper_calls, unjoined
 from migrate.registry import codes_with, intent_sensitive_codes
+
+if TYPE_CHECKING:  # only named here: the facts package is imported when facts are built
+    from migrate.facts import RepoFacts
 
 
 def needs_facts(findings: Iterable[Finding]) -> bool:
@@ -58,7 +62,7 @@ def plan_fixes(
     findings: list[Finding],
     allowed: Collection[Applicability],
     selected: Iterable[str],
-    facts: object | None = None,
+    facts: RepoFacts | None = None,
     rules: Iterable[PlanningRule] | None = None,
     intent: str | None = None,
     held: dict[FindingKey, str] | None = None,
@@ -152,7 +156,7 @@ def held_with_reverted(
     findings: list[Finding],
     allowed: Collection[Applicability],
     selected: Iterable[str],
-    facts: object | None,
+    facts: RepoFacts | None,
     intent: str | None,
     units: list,
     reverted: dict[int, str],

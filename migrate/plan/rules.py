@@ -114,11 +114,11 @@ def loaders_move_with_their_writers(ctx: PlanningContext) -> dict[FindingKey, st
     for f in ctx.findings:
         # A load the facts cannot place (called through an alias from another module...).
         if f.rule in CONSUMER_RULES and f.autofix is not None and not f.get("loaded_by"):
-            if facts.site_at(f.path, f.line, f.column) is None:  # type: ignore[attr-defined]
+            if facts.site_at(f.path, f.line, f.column) is None:
                 holds[finding_key(f)] = (
                     "the tool cannot follow which file this load reads, nor what writes it"
                 )
-    for site in facts.sites:  # type: ignore[attr-defined]
+    for site in facts.sites:
         rules = CONSUMER_RULES if site.role == "consumer" else PRODUCER_RULES
         mine = [f for f in _at(ctx, rules, *site.span.start) if f.autofix is not None]
         # A wrapper's own save or load (its path a parameter) moves with the wrapper: the
@@ -128,7 +128,7 @@ def loaders_move_with_their_writers(ctx: PlanningContext) -> dict[FindingKey, st
             continue
         reason = None
         if site.role == "consumer":
-            producers = facts.producers_of(site)  # type: ignore[attr-defined]
+            producers = facts.producers_of(site)
             if site.key is None and site.basename is None:
                 reason = _runtime_path_hold(ctx, mine[0])
             elif not producers:
@@ -144,7 +144,7 @@ def loaders_move_with_their_writers(ctx: PlanningContext) -> dict[FindingKey, st
                         "stays TorchScript in this run"
                     )
         else:
-            consumers = facts.consumers_of(site)  # type: ignore[attr-defined]
+            consumers = facts.consumers_of(site)
             staying = [c for c in consumers if _stays(ctx, _at(ctx, _READERS, *c.span.start))]
             if staying:
                 reason = (
@@ -295,7 +295,7 @@ def captures_move_with_every_use(ctx: PlanningContext) -> dict[FindingKey, str]:
     for f in _with_fix(ctx, CAPTURE_RULES):
         if f.get("route") == "skip-test":  # the capture is left as it is, in a skipped test
             continue
-        uses = facts.external_uses(f.path, f.line, f.column)  # type: ignore[attr-defined]
+        uses = facts.external_uses(f.path, f.line, f.column)
         if f.get("route") == "eager":  # the module itself: calls and imports of it still work
             uses = [u for u in uses if u.kind not in ("call", "import")]
             if ctx.intent == "drop":  # and whatever reads it gets the eager object it captured
@@ -333,7 +333,7 @@ def captures_wait_for_their_forward(ctx: PlanningContext) -> dict[FindingKey, st
             continue
         if finding_key(f) not in ctx.written:  # not written anyway (an unsafe fix): say that
             continue
-        captured = facts.class_of_capture(f.path, f.line, f.column)  # type: ignore[attr-defined]
+        captured = facts.class_of_capture(f.path, f.line, f.column)
         if captured is None:
             continue
         if captured.returns_class:
@@ -407,12 +407,12 @@ def branches_wait_for_scripts(ctx: PlanningContext) -> dict[FindingKey, str]:
     if facts is None or not branches:
         return {}
     holds: dict[FindingKey, str] = {}
-    for capture in facts.captures:  # type: ignore[attr-defined]
+    for capture in facts.captures:
         start = capture.call.start
         rules = _capture_rules_of(capture.api)
         if not rules or not _stays(ctx, _at(ctx, rules, *start)):
             continue
-        captured = facts.class_of_capture(*start)  # type: ignore[attr-defined]
+        captured = facts.class_of_capture(*start)
         if captured is None:
             continue
         spans = [m.span for m in captured.methods] or (
@@ -476,7 +476,7 @@ def questions_fold_once_nothing_stays(ctx: PlanningContext) -> dict[FindingKey, 
                 for f in ctx.findings
                 if _compiles(f, symbols)
                 and finding_key(f) not in ctx.written
-                and ctx.facts.capture_at(f.path, f.line, f.column) is None  # type: ignore[attr-defined]
+                and ctx.facts.capture_at(f.path, f.line, f.column) is None
             ]
             if not staying:
                 continue
@@ -507,11 +507,11 @@ def executor_switches_go_with_the_last_script(ctx: PlanningContext) -> dict[Find
         # It applies in its own process: to what stays in a module its file imports, or in
         # a file that imports it (a separate script of the repository runs without it).
         paths = {f.path for f in staying}
-        reach = facts.reached(switch.path, paths) if facts is not None else paths  # type: ignore[attr-defined]
+        reach = facts.reached(switch.path, paths) if facts is not None else paths
         near = [
             f
             for f in staying
-            if f.path in reach or (facts is not None and facts.reached(f.path, {switch.path}))  # type: ignore[attr-defined]
+            if f.path in reach or (facts is not None and facts.reached(f.path, {switch.path}))
         ]
         if near:
             holds[finding_key(switch)] = (
@@ -550,7 +550,7 @@ def _held_while_captured(
     if not typed:
         return holds
     api = apis[0].rsplit(".", 1)[-1]
-    for capture in facts.captures:  # type: ignore[attr-defined]
+    for capture in facts.captures:
         if capture.api not in apis:
             continue
         # A finding keeps the first reason it is given: only the others can change.
@@ -560,7 +560,7 @@ def _held_while_captured(
         start = capture.call.start
         if not _stays(ctx, _at(ctx, rules, *start)):
             continue
-        captured = facts.class_of_capture(*start)  # type: ignore[attr-defined]
+        captured = facts.class_of_capture(*start)
         if captured is None and ctx.intent == "drop":
             # The repository drops TorchScript: a capture a person must still decide holds
             # what lies beside it, not every file (what it compiles is unknown either way).
@@ -578,7 +578,7 @@ def _held_while_captured(
             )
         else:
             paths = {f.path for f in typed}
-            reach = facts.reached(captured.display, paths)  # type: ignore[attr-defined]
+            reach = facts.reached(captured.display, paths)
             why = (
                 f"`{captured.class_name}` is still {verb} at {_where(capture.call)}, and the "
                 f"{'scripting compiler' if api == 'script' else 'tracer'} reads this"
@@ -586,7 +586,7 @@ def _held_while_captured(
         for f in typed:
             if reach is None or (
                 f.path in reach
-                and (captured is None or facts.compiled_with(captured, f.path, f.line))  # type: ignore[attr-defined]
+                and (captured is None or facts.compiled_with(captured, f.path, f.line))
             ):
                 holds.setdefault(finding_key(f), why)
     return holds
@@ -599,7 +599,7 @@ def interfaces_go_with_every_use(ctx: PlanningContext) -> dict[FindingKey, str]:
     found = [f for f in _with_fix(ctx, codes_with("interface")) if f.get("interface")]
     if not found:
         return holds
-    repo = getattr(ctx.facts, "repo", None)
+    repo = ctx.facts.repo if ctx.facts is not None else None
     if repo is None:
         return {finding_key(f): "the tool cannot tell which modules name it" for f in found}
     for f in found:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Collection
+from typing import TYPE_CHECKING
 
 from migrate.findings import Applicability, Edit, Finding, Fix, FixKind, ImportSpec
 from migrate.plan.context import (
@@ -16,11 +17,14 @@ from migrate.plan.context import (
     written_keys,
 )
 
+if TYPE_CHECKING:  # only named here: the facts package is imported when facts are built
+    from migrate.facts import RepoFacts
+
 _TORCHSCRIPT = ("MIG1", "MIG2")
 
 
 def join_wrapper_calls(
-    findings: list[Finding], allowed: Collection[Applicability], facts: object | None = None
+    findings: list[Finding], allowed: Collection[Applicability], facts: RepoFacts | None = None
 ) -> list[Finding]:
     """MIG121: a call of the repository's own wrapper is fixed with the wrapper's body, in
     the wrapper's file. When every TorchScript finding in that body is written in this run,
@@ -177,11 +181,11 @@ def _wrapper_body(by_file: dict[str, list[Finding]], call: Finding, depth: int =
     return body
 
 
-def _example(facts: object | None, call: Finding):
+def _example(facts: RepoFacts | None, call: Finding):
     """The edit passing a wrapper call its example inputs, and the import it needs."""
     if facts is None:
         return None
-    found = facts.wrapper_example(call.path, call.line, call.column, call.get("example_param"))  # type: ignore[attr-defined]
+    found = facts.wrapper_example(call.path, call.line, call.column, call.get("example_param"))
     if found is None:
         return None
     offset, text = found

@@ -646,9 +646,12 @@ class Scanner:
         )
         cache.save()
 
-    def pool_pass_starts(self, results: dict[str, FileResult]) -> None:
-        """The repository pass goes to the process pool now (this process only waits for it):
-        a pipeline may start work of its own here (the facts, on a thread)."""
+    def pool_pass_starts(
+        self, results: dict[str, FileResult], repository_facts: RepositoryFacts
+    ) -> None:
+        """The repository pass goes to the process pool now (this process only waits for it),
+        with these merged facts: a pipeline may start work of its own here (the facts, on a
+        thread)."""
 
     def _collect(
         self,
@@ -719,7 +722,9 @@ class Scanner:
                 todo.append((job, self.exports or None, RepoPass(codes, None)))
         todo = [item for item in todo if not self._settled(item[0], item[2], facts, results)]
         rerun = {job.display: set(p.codes or ()) for job, _, p in todo}
-        for new in self._execute(todo, facts, on_pool=lambda: self.pool_pass_starts(results)):
+        for new in self._execute(
+            todo, facts, on_pool=lambda: self.pool_pass_starts(results, facts)
+        ):
             old = results[new.path]
             if new.error:  # phase 1 skipped or reported this file; keep its verdict
                 continue
