@@ -781,8 +781,9 @@ def test_git_work_tree_from_a_subfolder(tmp_path):
 
 def test_apply_units_writes_exactly_the_units_given(tmp_path):
     from migrate.findings import Edit
-    from migrate.fix.fixer import WITH_UNSAFE, FixUnit, apply_units, fix_units
+    from migrate.fix.fixer import apply_units
     from migrate.pipeline.scan import PlannedScanner as Scanner
+    from migrate.plan.units import WITH_UNSAFE, FixUnit, fix_units
     from migrate.scan.engine import ScanOptions
 
     make_sample(tmp_path)

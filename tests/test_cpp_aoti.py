@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from migrate.fix.fixer import WITH_UNSAFE, fixable
 from migrate.fix.tidy import fix_source
+from migrate.plan.units import WITH_UNSAFE, fixable
 from migrate.scan.engine import check_source
 from tests.fixture_cases import RULE_FIXTURES, UPDATE, format_findings, read, write
 

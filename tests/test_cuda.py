@@ -90,8 +90,8 @@ def test_new_version():
 
 
 def _fix(text: str, path: str, cuda: str) -> str:
-    from migrate.fix.fixer import WITH_UNSAFE
     from migrate.fix.tidy import fix_source
+    from migrate.plan.units import WITH_UNSAFE
 
     return fix_source(path, text, lambda t: findings(t, path, cuda), allowed=WITH_UNSAFE).fixed
 

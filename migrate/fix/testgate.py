@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from migrate import gitsafe
-from migrate.fix.fixer import Decoded, apply_units, encode
+from migrate.fix.fixer import apply_units
+from migrate.fix.source_text import Decoded, encode
 from migrate.plan.context import CAPTURE_RULES
 from migrate.scan.discover import Skipped, read_checked
 
