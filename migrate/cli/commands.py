@@ -420,7 +420,9 @@ def _test_gate(command, fmt, timeout, retries, select, targets, out):
     if not command:
         return None
     from migrate.config import MAX_TEST_TIMEOUT
-    from migrate.fix.testgate import FORMATS, SELECTS, Gate, TestSettings, repository_root
+    from migrate.fix.gate_workspace import repository_root
+    from migrate.fix.test_command import FORMATS, SELECTS, TestSettings
+    from migrate.fix.testgate import Gate
 
     if out is not None:
         raise ValueError("--test cannot be combined with --out; run it on the tree itself")
@@ -443,7 +445,7 @@ def _test_gate(command, fmt, timeout, retries, select, targets, out):
 def _report_gate(report, json_path: Path | None) -> None:
     import json
 
-    from migrate.fix.testgate import render_text
+    from migrate.fix.gate_report import render_text
 
     sys.stdout.write(render_text(report))
     if json_path is not None:
@@ -546,7 +548,7 @@ def report(
         with progress_bar(True, "planning") as progress:
             plan = build_plan(path, options, progress)
         if test_report is not None:
-            from migrate.fix.testgate import load_report
+            from migrate.fix.gate_report import load_report
 
             if format != "html":
                 raise ValueError("--test-report is shown by --format html only")

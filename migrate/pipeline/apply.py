@@ -42,7 +42,7 @@ class ApplyResult:
     notes: list[FileError] = field(default_factory=list)
     # Symlinks whose target is rewritten through its own path: their findings are not left.
     links_to_scanned: set[str] = field(default_factory=set)
-    # --test: what the project's tests kept and reverted (migrate.fix.testgate.GateReport).
+    # --test: what the project's tests kept and reverted (migrate.fix.gate_report.GateReport).
     test_report: Any = None
     # Folders written in that no git work tree holds: nothing keeps the files' old text.
     unprotected: list[str] = field(default_factory=list)
