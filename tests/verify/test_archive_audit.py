@@ -22,7 +22,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("executorch")
 
-from migrate.verify import audit, batch, ray_runner  # noqa: E402
+from migrate.verify import audit, batch_worker, ray_runner  # noqa: E402
 from tests.verify import hostile_archives as ha  # noqa: E402
 
 pytestmark = pytest.mark.verify
@@ -366,9 +366,9 @@ def test_convert_folder_never_imports_from_the_current_folder(base, tmp_path, pl
 def test_worker_path_leaves_out_the_current_folder(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "path", ["", str(tmp_path), "rel", "/abs/lib", str(tmp_path) + "/"])
-    root = str(Path(batch.__file__).resolve().parents[2])
-    assert batch.worker_path() == [root, "/abs/lib"]
-    cmd = batch.worker_command("job.json", "result.json")
+    root = str(Path(batch_worker.__file__).resolve().parents[2])
+    assert batch_worker.worker_path() == [root, "/abs/lib"]
+    cmd = batch_worker.worker_command("job.json", "result.json")
     assert cmd[:3] == [sys.executable, "-I", "-c"] and cmd[-2:] == ["job.json", "result.json"]
 
 
