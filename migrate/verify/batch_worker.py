@@ -147,7 +147,8 @@ def run_job(job_doc: dict[str, Any], threads: int | None = None) -> dict[str, An
 
 def _precheck(path: Path, trust: bool) -> None:
     """The cheap refusals before torch is imported: not a zip, or code the audit refuses."""
-    from migrate.verify.audit import ArchiveRefused, ArchiveUnreadable, audit_archive
+    from migrate.verify.archive_zip import ArchiveUnreadable
+    from migrate.verify.audit import ArchiveRefused, audit_archive
 
     if not path.is_file():
         raise VerifyError("load", f"no such file: {path}")
