@@ -16,7 +16,7 @@ from pathlib import Path
 
 from migrate.fix.tidy import fix_source
 from migrate.plan.units import WITH_UNSAFE, fixable
-from migrate.scan.engine import check_source
+from migrate.scan.file_analysis import check_source
 
 ROOT = Path(__file__).resolve().parent.parent
 RULE_FIXTURES = ROOT / "fixtures" / "rules"

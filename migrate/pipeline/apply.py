@@ -26,7 +26,8 @@ from migrate.registry import code_with
 from migrate.safe_write import UnsafeOutput, write_atomic
 from migrate.scan.cache import default_cache_folder, digest
 from migrate.scan.discover import Skipped, UsageError, read_checked
-from migrate.scan.engine import Scanner, ScanOptions, rare_collections
+from migrate.scan.engine import Scanner, ScanOptions
+from migrate.scan.workers import rare_collections
 
 
 @dataclass
