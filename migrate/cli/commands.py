@@ -532,11 +532,15 @@ def report(
 ) -> None:
     """A migration plan for a repository: counts, automatic fixes, review items, effort."""
     from migrate.report.batch_results import load_batch_results
-    from migrate.report.plan import RENDERERS, build_plan
+    from migrate.report.plan import build_plan
+    from migrate.report.plan_html import render_html
+    from migrate.report.plan_markdown import render_markdown
+
+    renderers = {"markdown": render_markdown, "html": render_html}
 
     with _errors(debug):
-        if format not in RENDERERS:
-            raise ValueError(f"--format must be one of {', '.join(RENDERERS)}, not {format}")
+        if format not in renderers:
+            raise ValueError(f"--format must be one of {', '.join(renderers)}, not {format}")
         if not os.path.exists(path):
             raise ValueError(f"{path}: no such file or directory")
         if output:  # before the scan: a symlink there is refused, never written through
@@ -555,7 +559,7 @@ def report(
 
             plan.tests = load_report(test_report)
         plan.batch_results = batch_results
-        rendered = RENDERERS[format](plan)
+        rendered = renderers[format](plan)
         if output:
             write_output(output, rendered)
             # Absolute: `migrate demo` and scripts run it from another folder.
