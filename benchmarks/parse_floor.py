@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from migrate.registry import select_codes  # noqa: E402
 from migrate.scan.checkset import CheckSet  # noqa: E402
 from migrate.scan.discover import discover, read_source  # noqa: E402
-from migrate.scan.engine import _SCAN_GC_THRESHOLDS  # noqa: E402
+from migrate.scan.workers import _SCAN_GC_THRESHOLDS  # noqa: E402
 
 _CHECKS: list[CheckSet] = []
 

@@ -122,7 +122,7 @@ def plan(root: str, settings: dict) -> dict:
     relative to root: [rule codes]}}, the others being changed files LibCST does not visit
     (requirements, Dockerfiles, CI files: what is not Python)."""
     from migrate.cli.scan_command import build_options
-    from migrate.fix.fixer import decode, encode
+    from migrate.fix.source_text import decode, encode
     from migrate.pipeline.apply import run_apply
 
     options, config = build_options(

@@ -14,9 +14,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from migrate.fix.fixer import WITH_UNSAFE, fixable
 from migrate.fix.tidy import fix_source
-from migrate.scan.engine import check_source
+from migrate.plan.units import WITH_UNSAFE, fixable
+from migrate.scan.file_analysis import check_source
 
 ROOT = Path(__file__).resolve().parent.parent
 RULE_FIXTURES = ROOT / "fixtures" / "rules"

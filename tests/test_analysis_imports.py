@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from migrate.facts import imports
 from migrate.facts.imports import import_statements
-from migrate.scan import engine
+from migrate.scan import workers
 
 
 @pytest.fixture(params=["one match per import", "one search per token"], autouse=True)
@@ -123,5 +123,7 @@ def test_import_words_are_the_words_of_every_line_the_pattern_matches_at_a_line_
     """import_words tries only the lines holding "import"; the reference is the pattern
     tried after every newline (with one before the text)."""
     text = "".join(pieces)
-    every_line = re.findall(r"\n" + engine.IMPORT_LINE.pattern, "\n" + text)
-    assert engine.import_words(text) == {w for line in every_line for w in re.findall(r"\w+", line)}
+    every_line = re.findall(r"\n" + workers.IMPORT_LINE.pattern, "\n" + text)
+    assert workers.import_words(text) == {
+        w for line in every_line for w in re.findall(r"\w+", line)
+    }

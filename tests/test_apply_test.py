@@ -25,14 +25,10 @@ from pathlib import Path
 
 import pytest
 
-from migrate.fix import testgate
-from migrate.fix.testgate import (
-    ImportGraph,
-    _split,
-    estimate_runs,
-    is_pytest,
-    parse_junit,
-)
+from migrate.fix import test_command
+from migrate.fix.test_command import is_pytest, parse_junit
+from migrate.fix.test_selection import ImportGraph
+from migrate.fix.testgate import _split, estimate_runs
 from tests.interrupts import AS_FROM_A_TERMINAL, running
 
 PYTEST = "python -m pytest -q -p no:cacheprovider"
@@ -505,12 +501,12 @@ def test_ctrl_c_while_the_run_is_being_started_stops_it(tmp_path, monkeypatch):
         signal.raise_signal(signal.SIGINT)  # Ctrl-C now, inside Popen
         return runs[-1]
 
-    monkeypatch.setattr(testgate.subprocess, "Popen", popen)
+    monkeypatch.setattr(test_command.subprocess, "Popen", popen)
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with pytest.raises(KeyboardInterrupt):
-            testgate.run_suite(
-                testgate.TestSettings("sleep 600", format="exit-code"),
+            test_command.run_suite(
+                test_command.TestSettings("sleep 600", format="exit-code"),
                 tmp_path,
                 dict(os.environ),
                 phase="trial",
@@ -781,8 +777,9 @@ def test_git_work_tree_from_a_subfolder(tmp_path):
 
 def test_apply_units_writes_exactly_the_units_given(tmp_path):
     from migrate.findings import Edit
-    from migrate.fix.fixer import WITH_UNSAFE, FixUnit, apply_units, fix_units
+    from migrate.fix.fixer import apply_units
     from migrate.pipeline.scan import PlannedScanner as Scanner
+    from migrate.plan.units import WITH_UNSAFE, FixUnit, fix_units
     from migrate.scan.engine import ScanOptions
 
     make_sample(tmp_path)
@@ -804,7 +801,7 @@ def test_apply_units_writes_exactly_the_units_given(tmp_path):
 
 
 def test_the_copied_folder_is_the_project_not_the_folder_run_from(tmp_path, monkeypatch):
-    from migrate.fix.testgate import repository_root
+    from migrate.fix.gate_workspace import repository_root
 
     project = tmp_path / "work" / "proj"
     write_tree(project, {"pyproject.toml": "", "pkg/a.py": "x = 1\n"})

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from migrate.fix.fixer import WITH_UNSAFE, fixable
 from migrate.fix.tidy import fix_source
-from migrate.scan.engine import check_source
+from migrate.plan.units import WITH_UNSAFE, fixable
+from migrate.scan.file_analysis import check_source
 from tests.fixture_cases import RULE_FIXTURES, UPDATE, format_findings, read, write
 
 ROOT = Path(__file__).resolve().parent.parent

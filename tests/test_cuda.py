@@ -10,7 +10,7 @@ from migrate.checks import check_classes
 from migrate.checks._cuda import NOTE, file_kind, new_version
 from migrate.findings import FixKind
 from migrate.registry import all_rules
-from migrate.scan.engine import check_source
+from migrate.scan.file_analysis import check_source
 from tests.fixture_cases import RULE_FIXTURES, all_cases, read
 
 CODES = sorted(c for c in all_rules() if c.startswith("MIG3"))
@@ -90,8 +90,8 @@ def test_new_version():
 
 
 def _fix(text: str, path: str, cuda: str) -> str:
-    from migrate.fix.fixer import WITH_UNSAFE
     from migrate.fix.tidy import fix_source
+    from migrate.plan.units import WITH_UNSAFE
 
     return fix_source(path, text, lambda t: findings(t, path, cuda), allowed=WITH_UNSAFE).fixed
 

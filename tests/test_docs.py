@@ -139,7 +139,7 @@ def test_the_project_docs_show_torchscript_only_on_purpose():
     """The rules' examples show TorchScript on purpose: the generated page marks each of them
     for MIG501, so a scan of this repository's own docs and README reports none of them,
     while an example without the mark is still found."""
-    from migrate.scan.engine import check_source
+    from migrate.scan.file_analysis import check_source
 
     page = render_rules_md(current_rules())
     assert "torch.jit.trace(" in page

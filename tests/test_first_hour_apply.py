@@ -64,7 +64,7 @@ def test_dry_run_and_write_report_positions_of_the_file_on_disk(tmp_path):
 
 def test_relocate_follows_lines_through_deletions_and_insertions():
     from migrate.findings import Finding
-    from migrate.fix.fixer import relocate
+    from migrate.fix.source_text import relocate
 
     before = "a\nb\nc\nd\n"
     after = "a\nX\nY\nc\nd\n"  # b replaced by two lines

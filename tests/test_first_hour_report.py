@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from migrate.report.plan import build_plan, render_html
+from migrate.report.plan import build_plan
+from migrate.report.plan_html import render_html
 from migrate.scan.engine import ScanOptions
 from tests.scan_support import chromium
 

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 from migrate.findings import Applicability, Edit, Finding, Fix, FixKind
-from migrate.fix.fixer import WITH_UNSAFE, WRITABLE, fix_units
 from migrate.pipeline.apply import run_apply
+from migrate.plan.units import WITH_UNSAFE, WRITABLE, fix_units
 from migrate.scan.engine import ScanOptions
 from tests.scan_support import run_cli
 

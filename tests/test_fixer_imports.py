@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from migrate.fix.fixer import fix_imports
+from migrate.fix.imports import fix_imports
 
 
 @pytest.mark.parametrize(

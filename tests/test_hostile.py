@@ -489,7 +489,8 @@ def test_demo_says_where_the_plan_is_beside_the_report_step(tmp_path):
 
 
 def test_html_plan_colours_rules_by_their_findings_and_names_the_folder(tmp_path, monkeypatch):
-    from migrate.report.plan import FIX_COLORS, build_plan, render_html
+    from migrate.report.plan import build_plan
+    from migrate.report.plan_html import FIX_COLORS, render_html
 
     repo = tmp_path / "my-repo"
     repo.mkdir()

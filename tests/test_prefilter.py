@@ -10,7 +10,9 @@ import pytest
 
 from migrate.pipeline.scan import PlannedScanner as Scanner
 from migrate.registry import all_rules
-from migrate.scan.engine import CheckSet, ScanOptions, check_source
+from migrate.scan.checkset import CheckSet
+from migrate.scan.engine import ScanOptions
+from migrate.scan.file_analysis import check_source
 from tests.scan_support import write_tree
 
 MODEL = """\

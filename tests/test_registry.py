@@ -17,7 +17,7 @@ from migrate import checks as checks_package
 from migrate.checks import check_classes
 from migrate.checks.base import Check, PythonCheck, TextCheck
 from migrate.registry import all_rules, rules_dir
-from migrate.scan.engine import CheckSet
+from migrate.scan.checkset import CheckSet
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures" / "rules"

@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from migrate.report.plan import bar_chart, build_plan, hours, render_html, render_markdown
+from migrate.report.plan import build_plan, hours
+from migrate.report.plan_html import bar_chart, render_html
+from migrate.report.plan_markdown import render_markdown
 from migrate.scan.engine import ScanOptions
 from tests.scan_support import chromium
 

@@ -13,7 +13,8 @@ import pytest
 
 from migrate.pipeline.scan import PlannedScanner as Scanner
 from migrate.registry import all_rules
-from migrate.scan.engine import ScanOptions, check_source
+from migrate.scan.engine import ScanOptions
+from migrate.scan.file_analysis import check_source
 from tests.scan_support import run_cli, write_tree
 
 ALL = sorted(all_rules())

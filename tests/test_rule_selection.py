@@ -1,7 +1,7 @@
 """--select/--ignore interact with the catch-all rules the way a ruff user expects."""
 
 from migrate.registry import select_codes
-from migrate.scan.engine import check_source
+from migrate.scan.file_analysis import check_source
 
 SOURCE = "import torch\nm = torch.jit.trace(a, b)\nname = torch.jit.__name__\n"
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from migrate.checks.repository_wrappers import Wrapper
-from migrate.scan import engine
+from migrate.scan import workers
 from tests.scan_support import invoke, write_tree
 
 # Every stage that reads trees has work here: a torch name re-exported by the package
@@ -143,7 +143,7 @@ def test_under_an_intent_too(tmp_path, monkeypatch):
 def _repository_pass_work(root: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     """Wrapper records decoded, files analysed, and findings, in one in-process scan."""
     work: Counter[str] = Counter()
-    decode, analyse = Wrapper.decode.__func__, engine.analyze_python  # type: ignore[attr-defined]
+    decode, analyse = Wrapper.decode.__func__, workers.analyze_python  # type: ignore[attr-defined]
 
     def counting_decode(cls, text):
         work["decoded"] += 1
@@ -155,7 +155,7 @@ def _repository_pass_work(root: Path, monkeypatch: pytest.MonkeyPatch) -> dict[s
 
     with monkeypatch.context() as patch:
         patch.setattr(Wrapper, "decode", classmethod(counting_decode))
-        patch.setattr(engine, "analyze_python", counting_analyse)
+        patch.setattr(workers, "analyze_python", counting_analyse)
         run = invoke(["scan", ".", "--no-cache", "-j", "1", "-f", "json"], root)
     assert run.code == 1, run.stderr
     work["findings"] = len(json.loads(run.stdout)["findings"])

@@ -276,23 +276,25 @@ def test_the_report_says_which_evidence_it_read(tmp_path):
 
 
 def test_a_manifest_row_cannot_trust_an_archive(tmp_path, capsys):
-    from migrate.verify import batch
+    from migrate.verify import batch_jobs
 
     with zipfile.ZipFile(tmp_path / "encoder.pt", "w") as archive:
         archive.writestr("encoder/data.pkl", b"")
     manifest = tmp_path / "manifest.jsonl"
     manifest.write_text('{"archive": "encoder.pt", "trust": true}\n')
-    jobs = batch.build_jobs("convert", None, manifest, tmp_path / "out", {"trust": False}, None)
+    jobs = batch_jobs.build_jobs(
+        "convert", None, manifest, tmp_path / "out", {"trust": False}, None
+    )
     assert [job.settings["trust"] for job in jobs] == [False]
     assert capsys.readouterr().err == (
         f"warning: {manifest}:1: `trust` ignored: only --trust-archive on the command line "
         "loads an archive without its audit\n"
     )
     # The command line's flag still trusts, and a row may ask for the audit back.
-    jobs = batch.build_jobs("convert", None, manifest, tmp_path / "out", {"trust": True}, None)
+    jobs = batch_jobs.build_jobs("convert", None, manifest, tmp_path / "out", {"trust": True}, None)
     assert [job.settings["trust"] for job in jobs] == [True]
     manifest.write_text('{"archive": "encoder.pt", "trust": false}\n')
-    jobs = batch.build_jobs("convert", None, manifest, tmp_path / "out", {"trust": True}, None)
+    jobs = batch_jobs.build_jobs("convert", None, manifest, tmp_path / "out", {"trust": True}, None)
     assert [job.settings["trust"] for job in jobs] == [False]
 
 
@@ -308,13 +310,13 @@ def test_a_manifest_row_cannot_trust_an_archive(tmp_path, capsys):
     ],
 )
 def test_a_malformed_manifest_row_is_one_line_naming_it(tmp_path, row, cause):
-    from migrate.verify import batch
+    from migrate.verify import batch_jobs
     from migrate.verify.errors import VerifyError
 
     manifest = tmp_path / "m.jsonl"
     manifest.write_text(row + "\n")
     with pytest.raises(VerifyError) as caught:
-        batch.build_jobs("convert", None, manifest, tmp_path / "out", {}, None)
+        batch_jobs.build_jobs("convert", None, manifest, tmp_path / "out", {}, None)
     assert caught.value.message.startswith(f"{manifest}:1: "), caught.value.message
     assert cause in caught.value.message
 
@@ -447,7 +449,7 @@ def test_the_shared_writer(tmp_path):
 @posix
 def test_batch_results_are_not_appended_through_a_symlink(tmp_path):
     from migrate.safe_write import UnsafeOutput
-    from migrate.verify.batch import ResultsFile
+    from migrate.verify.batch_results_file import ResultsFile
 
     victim = tmp_path / "victim"
     victim.write_text("precious\n")

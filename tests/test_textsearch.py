@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from migrate.analysis.astwalk import lines_matching
 from migrate.analysis.textsearch import WholeWords, WordSearch
 from migrate.registry import all_rules
-from migrate.scan.engine import TORCHSCRIPT_WORDS, CheckSet
+from migrate.scan.checkset import TORCHSCRIPT_WORDS, CheckSet
 
 CHECKS = CheckSet(sorted(all_rules()), {"cuda": "13.0"})
 # Every prefilter the checks declare, and shapes that must not be taken for plain words.

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from migrate.fix.fixer import fix_imports
+from migrate.fix.imports import fix_imports
 from migrate.fix.tidy import configured_line_length, tidy
 
 

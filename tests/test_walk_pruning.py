@@ -16,7 +16,8 @@ from migrate.analysis.pyscope import ScopeTable
 from migrate.analysis.repository_facts import RepositoryFacts
 from migrate.checks.base import PythonContext
 from migrate.scan.checkset import CheckSet
-from migrate.scan.engine import ScanOptions, analyze_python
+from migrate.scan.engine import ScanOptions
+from migrate.scan.file_analysis import analyze_python
 from migrate.scan.walker import Walker
 
 ROOT = Path(__file__).resolve().parent.parent

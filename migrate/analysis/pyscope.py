@@ -1,7 +1,7 @@
 """Name resolution on the standard library's ast: imports, aliases, scopes, repo re-exports.
 
 libcst's QualifiedNameProvider costs ~100x an ast parse, so detection resolves names with
-this small table instead; libcst is only used where a rewrite is written (migrate/fix/fixer.py).
+this small table instead; libcst is only used where a rewrite is written (migrate/fix/imports.py).
 """
 
 from __future__ import annotations

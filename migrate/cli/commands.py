@@ -420,7 +420,9 @@ def _test_gate(command, fmt, timeout, retries, select, targets, out):
     if not command:
         return None
     from migrate.config import MAX_TEST_TIMEOUT
-    from migrate.fix.testgate import FORMATS, SELECTS, Gate, TestSettings, repository_root
+    from migrate.fix.gate_workspace import repository_root
+    from migrate.fix.test_command import FORMATS, SELECTS, TestSettings
+    from migrate.fix.testgate import Gate
 
     if out is not None:
         raise ValueError("--test cannot be combined with --out; run it on the tree itself")
@@ -443,7 +445,7 @@ def _test_gate(command, fmt, timeout, retries, select, targets, out):
 def _report_gate(report, json_path: Path | None) -> None:
     import json
 
-    from migrate.fix.testgate import render_text
+    from migrate.fix.gate_report import render_text
 
     sys.stdout.write(render_text(report))
     if json_path is not None:
@@ -530,11 +532,15 @@ def report(
 ) -> None:
     """A migration plan for a repository: counts, automatic fixes, review items, effort."""
     from migrate.report.batch_results import load_batch_results
-    from migrate.report.plan import RENDERERS, build_plan
+    from migrate.report.plan import build_plan
+    from migrate.report.plan_html import render_html
+    from migrate.report.plan_markdown import render_markdown
+
+    renderers = {"markdown": render_markdown, "html": render_html}
 
     with _errors(debug):
-        if format not in RENDERERS:
-            raise ValueError(f"--format must be one of {', '.join(RENDERERS)}, not {format}")
+        if format not in renderers:
+            raise ValueError(f"--format must be one of {', '.join(renderers)}, not {format}")
         if not os.path.exists(path):
             raise ValueError(f"{path}: no such file or directory")
         if output:  # before the scan: a symlink there is refused, never written through
@@ -546,14 +552,14 @@ def report(
         with progress_bar(True, "planning") as progress:
             plan = build_plan(path, options, progress)
         if test_report is not None:
-            from migrate.fix.testgate import load_report
+            from migrate.fix.gate_report import load_report
 
             if format != "html":
                 raise ValueError("--test-report is shown by --format html only")
 
             plan.tests = load_report(test_report)
         plan.batch_results = batch_results
-        rendered = RENDERERS[format](plan)
+        rendered = renderers[format](plan)
         if output:
             write_output(output, rendered)
             # Absolute: `migrate demo` and scripts run it from another folder.

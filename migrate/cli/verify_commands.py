@@ -306,7 +306,8 @@ def _run_batch(
     import json
 
     from migrate.cli.scan_command import _sigterm_as_interrupt
-    from migrate.verify import batch
+    from migrate.verify import batch, batch_output
+    from migrate.verify.batch_jobs import build_jobs
     from migrate.verify.ray_runner import INSTALL_RAY, ray_available, run_on_ray
 
     if ray and not ray_available():
@@ -315,13 +316,13 @@ def _run_batch(
     if out.exists() and not out.is_dir():
         raise _fail(VerifyError("usage", f"-o {out}: exists and is not a directory"))
     try:
-        job_list = batch.build_jobs(mode, target, manifest, out, settings, timeout)
+        job_list = build_jobs(mode, target, manifest, out, settings, timeout)
     except VerifyError as exc:
         raise _fail(exc) from None
     n, label = (jobs, f"-j {jobs}") if jobs else batch.default_jobs()
     if ray:
         label = f"ray {ray_address or os.environ.get('RAY_ADDRESS') or 'local'}"
-    progress = batch.Progress(fmt == "text")
+    progress = batch_output.Progress(fmt == "text")
     try:
         with _sigterm_as_interrupt():  # SIGTERM too stops the workers, and the batch resumes
             result = batch.run_batch(
@@ -347,9 +348,9 @@ def _run_batch(
         progress.stop()
     result.jobs_label = label
     if fmt == "json":
-        typer.echo(json.dumps(batch.summary_json(result), indent=2))
+        typer.echo(json.dumps(batch_output.summary_json(result), indent=2))
     else:
-        batch.render_summary(result, _console())
+        batch_output.render_summary(result, _console())
     raise typer.Exit(result.exit_code)
 
 

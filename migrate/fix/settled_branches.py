@@ -21,7 +21,7 @@ import ast
 import io
 import tokenize
 
-from migrate.fix.fixer import line_opcodes
+from migrate.fix.source_text import line_opcodes
 
 MAX_PASSES = 5  # a collapsed inner `if` can settle the one around it
 

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING
 from migrate.analysis.astwalk import walk_lines
 from migrate.analysis.parsed import tree_of
 from migrate.config import ConfigError
-from migrate.fix.fixer import keep_endings, line_opcodes, relocate
 from migrate.fix.settled_branches import collapse_settled_branches
+from migrate.fix.source_text import keep_endings, line_opcodes, relocate
 
 if TYPE_CHECKING:
     from migrate.findings import Finding
@@ -55,10 +55,10 @@ def tidy(original: str, fixed: str, path: str) -> str:
     repair would not parse or changes nothing."""
     if fixed == original:
         return fixed
-    from migrate.fix.fixer import newline_of
+    from migrate.fix.source_text import newline_of
 
     newline = newline_of(fixed)
-    # Every line ending read as \n (a file may mix them); fixer.keep_endings puts back
+    # Every line ending read as \n (a file may mix them); source_text.keep_endings puts back
     # each untouched line's own.
     text, before = _lf(fixed), _lf(original)
     try:
@@ -120,7 +120,7 @@ def _annotation_strings(tree: ast.Module) -> list[ast.Constant]:
 
 def _import_bindings(tree: ast.Module) -> list[tuple[str, tuple[str, str | None, str | None]]]:
     """(bound name, removal key) of each module-level import alias."""
-    from migrate.fix.fixer import _top_level_imports
+    from migrate.fix.imports import _top_level_imports
 
     found = []
     for node in tree.body:
@@ -140,7 +140,8 @@ def _import_bindings(tree: ast.Module) -> list[tuple[str, tuple[str, str | None,
 def remove_unused_imports(original: str, fixed: str, init_file: bool = False) -> str:
     """Drop module-level imports the original used and the fixed text no longer uses.
     Imports the original already left unused, and re-exports (`__init__.py`), stay."""
-    from migrate.fix.fixer import _removal_edits, apply_edits
+    from migrate.fix.edits import apply_edits
+    from migrate.fix.imports import _removal_edits
 
     if init_file:
         return fixed
@@ -164,7 +165,8 @@ def _place_written_imports(text: str, original_lines: set[str]) -> str:
     """A one-line import the rewrite wrote into the leading import block (where a try/if
     shim stood) moves where isort puts it: into the statement importing from its module, or
     into the group of its section."""
-    from migrate.fix.fixer import _addition_edits, _leading_imports, apply_edits
+    from migrate.fix.edits import apply_edits
+    from migrate.fix.imports import _addition_edits, _leading_imports
 
     lines = text.split("\n")
     moved = []
@@ -263,7 +265,7 @@ def _module_docstring_end(text: str) -> int:
 
 def _leading_imports_end(text: str) -> int:
     """0-based index of the line after the module's leading import block (-1: none)."""
-    from migrate.fix.fixer import _leading_imports
+    from migrate.fix.imports import _leading_imports
 
     block = _leading_imports(tree_of(text))
     return block[-1].end_lineno if block else -1  # type: ignore[return-value]

@@ -14,29 +14,20 @@ from pathlib import Path
 from typing import Any
 
 from migrate.findings import FileError, Finding, ScanResult
-from migrate.fix.fixer import (
-    WITH_UNSAFE,
-    WRITABLE,
-    Decoded,
-    FileFix,
-    Held,
-    apply_units,
-    decode,
-    dirty_files,
-    encode,
-    fix_units,
-    relocate,
-    stale_temp_files,
-    take_units,
-)
+from migrate.fix.edits import take_units
+from migrate.fix.fixer import FileFix, apply_units
+from migrate.fix.source_text import Decoded, decode, encode, relocate
 from migrate.fix.tidy import configured_line_length, fix_source
+from migrate.fix.write_safety import dirty_files, stale_temp_files
 from migrate.pipeline.scan import PlannedScanner
 from migrate.plan.fixplan import attach_unlocks, finding_key, held_with_reverted, plan_fixes
+from migrate.plan.units import WITH_UNSAFE, WRITABLE, Held, fix_units
 from migrate.registry import code_with
 from migrate.safe_write import UnsafeOutput, write_atomic
 from migrate.scan.cache import default_cache_folder, digest
 from migrate.scan.discover import Skipped, UsageError, read_checked
-from migrate.scan.engine import Scanner, ScanOptions, rare_collections
+from migrate.scan.engine import Scanner, ScanOptions
+from migrate.scan.workers import rare_collections
 
 
 @dataclass
@@ -52,7 +43,7 @@ class ApplyResult:
     notes: list[FileError] = field(default_factory=list)
     # Symlinks whose target is rewritten through its own path: their findings are not left.
     links_to_scanned: set[str] = field(default_factory=set)
-    # --test: what the project's tests kept and reverted (migrate.fix.testgate.GateReport).
+    # --test: what the project's tests kept and reverted (migrate.fix.gate_report.GateReport).
     test_report: Any = None
     # Folders written in that no git work tree holds: nothing keeps the files' old text.
     unprotected: list[str] = field(default_factory=list)

@@ -25,7 +25,9 @@ from migrate.plan.units import WITH_UNSAFE
 from migrate.registry import code_with
 from migrate.safe_read import Skipped
 from migrate.scan.discover import decode_source
-from migrate.scan.engine import FileResult, Scanner, ScanOptions, rare_collections
+from migrate.scan.engine import Scanner, ScanOptions
+from migrate.scan.file_analysis import FileResult
+from migrate.scan.workers import rare_collections
 
 if TYPE_CHECKING:  # the facts package is imported only when facts are built
     from migrate.facts import RepoFacts

@@ -1,6 +1,6 @@
 """The evidence a scan reads: `.migrate/evidence.json`, indexed by file and line.
 
-Activated once per scanning process (migrate.scan.engine's worker start) from the scan options;
+Activated once per scanning process (migrate.scan.workers' worker start) from the scan options;
 the checks ask `active()` for the site at a call. A site counts only while its lines are
 those the run recorded (the digest of their text): otherwise it is stale and ignored, with a
 note the finding carries.

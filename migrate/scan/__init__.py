@@ -7,6 +7,7 @@ resolved re-exports and the repository pass's merged facts.
 
 discover.py lists the files (git-aware, excludes); checkset.py picks the checks
 (migrate/checks/) and their text prefilter and walker.py runs them in one pass; engine.py is
-the scanner (workers, re-exports, repository pass); cache.py keeps results between runs. The
-walk, the prefilter's search and the name resolution live in migrate/analysis/.
+the scanner (the process pool, re-exports, repository pass), workers.py what it does to each
+file, file_analysis.py one file's analysis; cache.py keeps results between runs. The walk,
+the prefilter's search and the name resolution live in migrate/analysis/.
 """

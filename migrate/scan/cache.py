@@ -54,7 +54,7 @@ def stat_key(st: os.stat_result) -> tuple[int, int, int, int]:
 class Entry:
     stat: tuple[int, int, int, int]  # stat_key when the result was stored
     digest: bytes
-    result: Any  # engine.FileResult of the first phase
+    result: Any  # file_analysis.FileResult of the first phase
 
 
 class ResultCache:
@@ -96,7 +96,7 @@ class ResultCache:
         self.dirty = True
 
     def lookup(self, path: str, source: Readable | None = None) -> Any | None:
-        """The stored result while the file is unchanged. `source` reads it (engine._Job:
+        """The stored result while the file is unchanged. `source` reads it (workers.FileJob:
         its size cap and the tree it must stay in); a file it would skip is a miss, so the
         scan reads it again and says why it skipped it."""
         entry = self.entries.get(path)

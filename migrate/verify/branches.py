@@ -150,7 +150,8 @@ def _conditions_in(text: str, class_names: Iterable[str], path: str = "model.py"
     as captured, run by the scanner as it runs every check."""
     from migrate.analysis.repository_facts import RepositoryFacts
     from migrate.registry import codes_with
-    from migrate.scan.engine import CheckSet, analyze_python
+    from migrate.scan.checkset import CheckSet
+    from migrate.scan.file_analysis import analyze_python
 
     facts = RepositoryFacts.of_captured_classes(class_names)
     result = analyze_python(path, text, CheckSet(list(codes_with("data-branch"))), repo_facts=facts)

@@ -86,8 +86,8 @@ def _random_tensor(
 
 def _check_inputs_zip(path: Path) -> None:
     """A zip-format inputs file is refused before torch reads it when its sizes could
-    exhaust memory (a zip bomb) or two entries share a name (see audit.checked_entries)."""
-    from migrate.verify.audit import ArchiveUnreadable, checked_entries
+    exhaust memory (a zip bomb) or two entries share a name (see archive_zip.checked_entries)."""
+    from migrate.verify.archive_zip import ArchiveUnreadable, checked_entries
 
     if not zipfile.is_zipfile(path):
         return

@@ -15,9 +15,11 @@ from typing import Any
 import torch
 from torch import nn
 
-from migrate.verify.audit import ArchiveRefused, ArchiveUnreadable, audit_archive, audit_pt2
+from migrate.verify.archive_zip import ArchiveUnreadable
+from migrate.verify.audit import ArchiveRefused, audit_archive
 from migrate.verify.errors import VerifyError, describe
 from migrate.verify.options import is_callable_spec
+from migrate.verify.pt2_audit import audit_pt2
 
 
 @dataclass

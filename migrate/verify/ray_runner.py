@@ -1,6 +1,6 @@
 """Run a batch's archives as Ray tasks: one task per archive and device (issue 14).
 
-Each task runs :func:`migrate.verify.batch.run_job`, which starts the same fresh worker
+Each task runs :func:`migrate.verify.batch_worker.run_job`, which starts the same fresh worker
 process as the local pool (a native abort or a hang costs that task only). A task
 declares one CPU, plus one GPU when it checks a CUDA device, so Ray places GPU checks on
 GPU nodes. Results come back as tasks end. Artifacts go to the job's output path, which
@@ -68,7 +68,8 @@ def run_on_ray(
 def _run(
     ray: Any, jobs: list[dict[str, Any]], started: bool, finished: Callable[[dict[str, Any]], None]
 ) -> None:
-    from migrate.verify.batch import Job, run_job
+    from migrate.verify.batch_jobs import Job
+    from migrate.verify.batch_worker import run_job
 
     try:
         remote = ray.remote(run_job)
@@ -98,7 +99,8 @@ def _run(
 
 
 def _lost(doc: dict[str, Any], exc: BaseException) -> dict[str, Any]:
-    from migrate.verify.batch import Job, _record
+    from migrate.verify.batch_jobs import Job
+    from migrate.verify.batch_worker import _record
     from migrate.verify.errors import describe
 
     outcome = {"verdict": "error", "error": {"stage": "crash", "message": describe(exc)}}

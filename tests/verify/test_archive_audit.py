@@ -22,7 +22,14 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("executorch")
 
-from migrate.verify import audit, batch, ray_runner  # noqa: E402
+from migrate.verify import (  # noqa: E402
+    archive_zip,
+    audit,
+    batch_worker,
+    pt2_audit,
+    ray_runner,
+    torchscript_lexer,
+)
 from tests.verify import hostile_archives as ha  # noqa: E402
 
 pytestmark = pytest.mark.verify
@@ -138,7 +145,7 @@ def test_names_are_compared_without_case(base, tmp_path):
     assert audit.audit_archive(moved) == [upper]
     # ... and two names differing in case are two entries of one name.
     both = ha.rewrite(base, tmp_path / "both.pt", before={name: b"x = 1\n"}, rename={name: upper})
-    with pytest.raises(audit.ArchiveUnreadable, match="two entries named"):
+    with pytest.raises(archive_zip.ArchiveUnreadable, match="two entries named"):
         audit.audit_archive(both)
 
 
@@ -171,19 +178,19 @@ def test_inputs_file_bomb_is_refused_before_torch_reads_it(base, invoke, tmp_pat
 
 
 def test_data_total_limit_is_configurable_and_kept_with_trust(base, invoke, monkeypatch, tmp_path):
-    monkeypatch.setenv(audit.DATA_LIMIT_ENV, "8")
+    monkeypatch.setenv(archive_zip.DATA_LIMIT_ENV, "8")
     result = invoke(*_args("verify", base, tmp_path), "--trust-archive")
     assert result.exit_code == 2
     (line,) = [ln for ln in result.stderr.splitlines() if ln.startswith("error: audit: ")]
     assert "data/ entries declare 12 bytes, over the limit of 8" in line
-    monkeypatch.setenv(audit.DATA_LIMIT_ENV, "1K")
+    monkeypatch.setenv(archive_zip.DATA_LIMIT_ENV, "1K")
     assert audit.audit_archive(base)
 
 
 def test_oversized_code_entry_is_refused_before_reading(base, tmp_path, monkeypatch):
-    monkeypatch.setattr(audit, "MAX_CODE_BYTES", 100)
+    monkeypatch.setattr(archive_zip, "MAX_CODE_BYTES", 100)
     with pytest.raises(
-        audit.ArchiveUnreadable,
+        archive_zip.ArchiveUnreadable,
         match=r"data.pkl declares \d+ bytes \(over the limit of 100 bytes\)",
     ):
         audit.audit_archive(base)
@@ -231,14 +238,17 @@ def test_audit_rules_follow_aliases_and_getattr(body, found):
 )
 def test_what_the_two_readers_could_read_apart_is_refused(body, message):
     with pytest.raises(
-        audit.ArchiveUnreadable, match=message.replace("\\", "\\\\").replace("(", r"\(")
+        archive_zip.ArchiveUnreadable, match=message.replace("\\", "\\\\").replace("(", r"\(")
     ):
         audit.audit_source(SRC.format(body), "code/x.py")
 
 
 def test_strings_are_found_with_torchscripts_rules():
     text = 'a = "x\\"#y"\nb = """q\n"r"""  # """\nc = 1\n'
-    assert audit.torchscript_reading(text, "f") == "a = 'x\\\\\"#y'\nb = 'q\\n\"r'  \nc = 1\n"
+    assert (
+        torchscript_lexer.torchscript_reading(text, "f")
+        == "a = 'x\\\\\"#y'\nb = 'q\\n\"r'  \nc = 1\n"
+    )
 
 
 # --------------------------------------------------------------------------- .pt2 candidates
@@ -291,7 +301,7 @@ def _model_json(pt2: Path) -> tuple[str, str]:
 
 
 def test_plain_pt2_passes_its_audit(pt2):
-    audit.audit_pt2(pt2)
+    pt2_audit.audit_pt2(pt2)
 
 
 @pytest.mark.parametrize(
@@ -306,10 +316,10 @@ def test_pt2_graph_targets_and_shape_strings_are_checked(pt2, tmp_path, old, new
     name, text = _model_json(pt2)
     assert old in text
     hostile = ha.rewrite(pt2, tmp_path / "h.pt2", replace={name: text.replace(old, new, 1)})
-    with pytest.raises(audit.ArchiveUnreadable, match="refusing to load: ") as info:
-        audit.audit_pt2(hostile)
+    with pytest.raises(archive_zip.ArchiveUnreadable, match="refusing to load: ") as info:
+        pt2_audit.audit_pt2(hostile)
     assert message in str(info.value) and "--trust-archive" in str(info.value)
-    audit.audit_pt2(hostile, trust=True)
+    pt2_audit.audit_pt2(hostile, trust=True)
 
 
 def test_pt2_native_code_and_object_constants_are_refused(pt2, tmp_path):
@@ -324,8 +334,8 @@ def test_pt2_native_code_and_object_constants_are_refused(pt2, tmp_path):
             for info in src.infolist():
                 out.writestr(info, src.read(info))
             out.writestr(f"{root}/{extra}", b"\x80\x04N.")
-        with pytest.raises(audit.ArchiveUnreadable, match=message):
-            audit.audit_pt2(hostile)
+        with pytest.raises(archive_zip.ArchiveUnreadable, match=message):
+            pt2_audit.audit_pt2(hostile)
 
 
 def test_plain_pickle_check_runs_nothing(tmp_path):
@@ -333,12 +343,12 @@ def test_plain_pickle_check_runs_nothing(tmp_path):
 
     buffer = io.BytesIO()
     torch.save({"w": torch.ones(2)}, buffer)
-    audit._check_plain_pickle(buffer.getvalue(), "x.pt")
+    pt2_audit._check_plain_pickle(buffer.getvalue(), "x.pt")
     marker = tmp_path / "marker"
     buffer = io.BytesIO()
     torch.save(ha.RunsOnUnpickle(f"touch {marker}"), buffer)
-    with pytest.raises(audit._Pt2Refusal, match="it names __builtin__.eval"):
-        audit._check_plain_pickle(buffer.getvalue(), "x.pt")
+    with pytest.raises(pt2_audit._Pt2Refusal, match="it names __builtin__.eval"):
+        pt2_audit._check_plain_pickle(buffer.getvalue(), "x.pt")
     assert not marker.exists()
 
 
@@ -366,9 +376,9 @@ def test_convert_folder_never_imports_from_the_current_folder(base, tmp_path, pl
 def test_worker_path_leaves_out_the_current_folder(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "path", ["", str(tmp_path), "rel", "/abs/lib", str(tmp_path) + "/"])
-    root = str(Path(batch.__file__).resolve().parents[2])
-    assert batch.worker_path() == [root, "/abs/lib"]
-    cmd = batch.worker_command("job.json", "result.json")
+    root = str(Path(batch_worker.__file__).resolve().parents[2])
+    assert batch_worker.worker_path() == [root, "/abs/lib"]
+    cmd = batch_worker.worker_command("job.json", "result.json")
     assert cmd[:3] == [sys.executable, "-I", "-c"] and cmd[-2:] == ["job.json", "result.json"]
 
 

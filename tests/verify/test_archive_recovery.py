@@ -12,7 +12,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("executorch")
 
 from migrate.verify import audit  # noqa: E402
-from migrate.verify.recover import NotShapeDerived, specialise_scalars  # noqa: E402
+from migrate.verify.specialisation import NotShapeDerived, specialise_scalars  # noqa: E402
 from tests.verify import recovery_models as rm  # noqa: E402
 
 pytestmark = pytest.mark.verify

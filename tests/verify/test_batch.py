@@ -286,7 +286,7 @@ def test_batch_usage_errors(reg, tmp_path):
 
 
 def test_csv_manifest_rows_override_the_command_line(tmp_path):
-    from migrate.verify.batch import build_jobs
+    from migrate.verify.batch_jobs import build_jobs
 
     (tmp_path / "m.csv").write_text(
         "archive,inputs,input_shapes,rtol,atol,devices,method,timeout\n"

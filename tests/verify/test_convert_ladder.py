@@ -18,7 +18,7 @@ pytest.importorskip("executorch")
 
 from torch import nn  # noqa: E402
 
-from migrate.verify import VerifyError, recover  # noqa: E402
+from migrate.verify import VerifyError, recapture, recover  # noqa: E402
 from migrate.verify.convert_flow import run_convert  # noqa: E402
 from tests.verify import recovery_models as rm  # noqa: E402
 
@@ -125,7 +125,7 @@ def test_recaptured_traced_conv_is_core_aten_and_lowers():
     """The interpreter of a traced archive calls ``aten::_convolution``; re-capture must not
     keep it (no lowering accepts it)."""
     ts, example = _traced()
-    ep = recover.recapture(recover.freeze(ts, ["forward"]), "forward", example, None)
+    ep = recapture.recapture(recapture.freeze(ts, ["forward"]), "forward", example, None)
     targets = {str(n.target) for n in ep.graph.nodes if n.op == "call_function"}
     assert "aten._convolution.default" not in targets
     assert "aten.convolution.default" in targets

@@ -25,7 +25,7 @@ pytest.importorskip("executorch")
 import torch.nn.functional as F  # noqa: E402
 from torch import nn  # noqa: E402
 
-from migrate.verify import VerifyError, recover  # noqa: E402
+from migrate.verify import VerifyError, recapture, recover, specialisation  # noqa: E402
 from migrate.verify.convert import Archive  # noqa: E402
 from migrate.verify.convert_flow import convert_error_json  # noqa: E402
 from migrate.verify.errors import one_line  # noqa: E402
@@ -113,7 +113,7 @@ def test_unbacked_sizes_of_a_trace_are_fixed_before_conversion():
     assert rec.path == recover.CONVERTER_SIZES
     assert "unbacked" in rec.why
     # No size is read back at run time any more (what lowering could not guard on).
-    assert recover.scalar_nodes(rec.ep.module()) == []
+    assert specialisation.scalar_nodes(rec.ep.module()) == []
     assert any("size read(s) of the trace fixed" in s for s in rec.specialised)
     other = torch.randn(1, 5, 4, 4)
     torch.testing.assert_close(rec.ep.module()(other), ts(other))
@@ -127,8 +127,8 @@ def test_unbacked_sizes_of_a_trace_are_fixed_before_conversion():
 def test_sizes_rung_refuses_dimensions_declared_dynamic():
     ts, x = _traced_windows()
     fresh = Archive(ts).fresh()
-    with pytest.raises(recover.NotShapeDerived, match="--dynamic-dim"):
-        recover.specialise_sizes(fresh, (x,), ({1: torch.export.Dim("h")},))
+    with pytest.raises(specialisation.NotShapeDerived, match="--dynamic-dim"):
+        specialisation.specialise_sizes(fresh, (x,), ({1: torch.export.Dim("h")},))
 
 
 def test_parameter_count_assert_goes_straight_to_recapture_and_says_why():
@@ -203,10 +203,10 @@ def test_recapture_traces_the_plain_interpreter(monkeypatch, unfrozen):
         archive = Archive(torch.jit.script(nn.Sequential(nn.Linear(3, 3), nn.ReLU()).eval()))
     x = torch.randn(2, 3)
     if unfrozen:
-        ep = recover.recapture_unfrozen(archive.fresh(), "forward", (x,), None)
+        ep = recapture.recapture_unfrozen(archive.fresh(), "forward", (x,), None)
     else:
-        frozen = recover.freeze(archive.fresh(), ["forward"], copy_first=False)
-        ep = recover.recapture(frozen, "forward", (x,), None)
+        frozen = recapture.freeze(archive.fresh(), ["forward"], copy_first=False)
+        ep = recapture.recapture(frozen, "forward", (x,), None)
     assert seen == [False] and torch._C._get_graph_executor_optimize()
     with torch.no_grad():
         assert torch.allclose(ep.module()(x), archive.fresh()(x))
