@@ -383,7 +383,7 @@ def import_all(python: Path, tree: Path, modules: list[str], scratch: Path) -> d
 
 def run_subset(subset: Subset, tree: Path, scratch: Path) -> dict[str, str]:
     """Node id -> outcome (passed, failed, skipped) of one run of the subset in `tree`."""
-    from migrate.fix.testgate import parse_junit
+    from migrate.fix.test_command import parse_junit
 
     junit = scratch / f"junit-{os.getpid()}-{time.monotonic_ns()}.xml"
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
