@@ -20,6 +20,7 @@ from bisect import bisect_left
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from migrate.analysis.astwalk import walk_lines
 from migrate.analysis.names import ImportIndex
 from migrate.analysis.repository_facts import RepositoryFacts
 from migrate.analysis.textsearch import WholeWords
@@ -249,7 +250,11 @@ def _find_wrappers(ctx: PythonContext) -> dict[str, Wrapper]:
     api_lines = spelled_lines(ctx, _API)
     for stmt in ctx.tree.body:
         if isinstance(stmt, _FUNCS):
-            wrapper = _analyse(ctx, stmt, module) if _touches(stmt, api_lines) else None
+            wrapper = (
+                _analyse(ctx, stmt, module)
+                if _touches(stmt, api_lines) and _calls_api(ctx, stmt, api_lines)
+                else None
+            )
             if wrapper is not None:
                 found[stmt.name] = wrapper
             else:
@@ -342,6 +347,15 @@ def _shell(ctx: PythonContext, func, module: str) -> Wrapper:
     w.public = is_public(module, ctx.path, func.name)
     w.end = func.end_lineno or func.lineno
     return w
+
+
+def _calls_api(ctx: PythonContext, func: ast.AST, lines: list[int] | None) -> bool:
+    """Whether a call on `lines` inside `func` is a TorchScript API (`save` and `load` spell
+    many other calls: `torch.save`, `json.load`); only such a function is analysed."""
+    return any(
+        type(node) is ast.Call and capture_api(ctx, node) in _API
+        for node in walk_lines(func, lines)
+    )
 
 
 def _analyse(ctx: PythonContext, func: ast.FunctionDef | ast.AsyncFunctionDef, module: str):
