@@ -21,6 +21,8 @@ def saved_extra_files(ctx: PythonContext, extra: ast.expr) -> str:
     made = value_origin(ctx, extra)
     if isinstance(made, ast.Dict) and all(_is_text(ctx, v) for v in made.values):
         return text  # text already
+    if not isinstance(made, ast.Dict):
+        text = f"({text} or {{}})"  # a parameter may be None (`extra_files=None`)
     return f'{{k: v.decode("utf-8") if isinstance(v, bytes) else v for k, v in {text}.items()}}'
 
 
@@ -44,12 +46,12 @@ def loaded_as_bytes(ctx: PythonContext, load: ast.AST, extra: ast.expr) -> Edit 
     if indent.strip() or (rest and not rest.startswith("#")):
         return None  # shares its line with other code
     name = ctx.source(extra)
-    return Edit(
-        line_end,
-        line_end,
-        f"\n{indent}{name}.update("
-        f'{{k: v.encode("utf-8") for k, v in {name}.items() if isinstance(v, str)}})',
+    update = (
+        f'{name}.update({{k: v.encode("utf-8") for k, v in {name}.items() if isinstance(v, str)}})'
     )
+    if not isinstance(value_origin(ctx, extra), ast.Dict):  # a parameter may be None
+        update = f"if {name} is not None:\n{indent}    {update}"
+    return Edit(line_end, line_end, f"\n{indent}{update}")
 
 
 def _is_text(ctx: PythonContext, value: ast.expr | None) -> bool:
