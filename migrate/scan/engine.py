@@ -18,7 +18,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
 from migrate.analysis import parsed as parse_once
-from migrate.analysis.parsed import KEEP_BYTES
 from migrate.analysis.pyscope import ScopeTable
 from migrate.analysis.repository_facts import KEYS_VERSION, NO_FACTS, FileFacts, RepositoryFacts
 from migrate.findings import FileError, Finding, ScanResult
@@ -53,13 +52,13 @@ from migrate.scan.workers import (
 )
 
 PARALLEL_THRESHOLD = 48  # below this many parsed files a process pool costs more than it saves
-# Source bytes a scan parses in its own process before a pool of two takes the rest (with n
-# workers, this over n - 1): as much as the scan keeps trees of (analysis.parsed.KEEP_BYTES).
+# Source bytes a scan parses in its own process before a pool of two may take the rest (with
+# n workers, this over n - 1), and the parse volume still to come that makes it take them.
 # A file a worker parsed is parsed again here when the planner's facts or the repository pass
 # read it, which is most files that hold TorchScript: on the development corpus (2,306 files,
-# 4 MB parsed) a pool after the first 1 MB cost 22% more CPU than one process, and at four
-# times that tree the facts alone took 3.4 s of a pooled run's 15 s (1.2 s in one process).
-POOL_AFTER_BYTES = KEEP_BYTES
+# 4 MB parsed) a pool after the first 1 MB cost 22% more CPU than one process; on installed
+# torch + executorch (34 MB parsed) a pool only after 16 MB left one core idle for nine seconds.
+POOL_AFTER_BYTES = 4_000_000
 
 
 @dataclass
@@ -153,13 +152,13 @@ class Scanner:
         # workers parsed (their trees stay there), cost more than it saves.
         start = parse_once.parsed_bytes()
         enough = POOL_AFTER_BYTES // max(workers - 1, 1)
+        check = enough  # parsed bytes at which the pool is considered next
         for item in work:
-            if (
-                workers > 1
-                and parse_once.parsed_bytes() - start >= enough
-                and len(work) - len(results) >= PARALLEL_THRESHOLD
-            ):
-                break
+            parsed = parse_once.parsed_bytes() - start
+            if workers > 1 and parsed >= check and len(work) - len(results) >= PARALLEL_THRESHOLD:
+                if _parse_to_come(work, len(results), parsed) >= enough:
+                    break
+                check = parsed + enough
             results.append(run_job(*item))
             if self.progress:
                 self.progress(1)
@@ -482,3 +481,18 @@ def scan(paths: Iterable[str | Path], options: ScanOptions | None = None) -> Sca
 
 def rules_by_code() -> dict[str, Rule]:
     return all_rules()
+
+
+def _parse_to_come(work: list[tuple], done: int, parsed: int) -> float:
+    """The source bytes the jobs after the first `done` will likely parse: their files' sizes
+    times the share of the bytes read so far that was parsed (most files are never parsed)."""
+    sizes = [_size(item[0]) for item in work]
+    read = sum(sizes[:done])
+    return sum(sizes[done:]) * parsed / read if read else 0.0
+
+
+def _size(job) -> int:
+    try:
+        return os.path.getsize(job.path)
+    except (OSError, AttributeError):
+        return 0
