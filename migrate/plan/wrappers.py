@@ -44,9 +44,7 @@ def join_wrapper_calls(
     if not calls:
         return findings
     written = written_keys(findings, allowed)
-    by_file: dict[str, list[Finding]] = {}
-    for f in findings:
-        by_file.setdefault(f.path, []).append(f)
+    by_file = _by_file(findings)
     joined: dict[int, Finding] = {}
     for call in calls:
         path = call.get("wrapper_file")
@@ -126,9 +124,7 @@ def _wrappers_fixed_with_their_bodies(
     if not wrappers:
         return findings
     written = written_keys(findings, allowed)
-    by_file: dict[str, list[Finding]] = {}
-    for f in findings:
-        by_file.setdefault(f.path, []).append(f)
+    by_file = _by_file(findings)
     joined: dict[int, Finding] = {}
     for w in wrappers:
         body = [b for b in _wrapper_body(by_file, w) if b is not w]
@@ -151,6 +147,13 @@ def _wrappers_fixed_with_their_bodies(
             ),
         )
     return [joined.get(id(f), f) for f in findings]
+
+
+def _by_file(findings: list[Finding]) -> dict[str, list[Finding]]:
+    by_file: dict[str, list[Finding]] = {}
+    for f in findings:
+        by_file.setdefault(f.path, []).append(f)
+    return by_file
 
 
 def _result_saves(by_file: dict[str, list[Finding]], call: Finding) -> list:
@@ -217,9 +220,7 @@ def wrappers_wait_for_examples(ctx: PlanningContext) -> dict[FindingKey, str]:
     it made), the call is reported at that call (join_wrapper_calls), where a person
     chooses the inputs, and the wrapper's guard raises until then."""
     holds: dict[FindingKey, str] = {}
-    by_file: dict[str, list[Finding]] = {}
-    for f in ctx.findings:
-        by_file.setdefault(f.path, []).append(f)
+    by_file = _by_file(ctx.findings)
     for call in ctx.findings:
         if (
             call.rule not in WRAPPER_CALLS
