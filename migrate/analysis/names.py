@@ -64,15 +64,18 @@ class ImportIndex:
         return found
 
     def _follow(self, qual: str) -> str:
+        table = self.table
         for _ in range(8):
-            parts = qual.split(".")
-            for cut in range(len(parts), 0, -1):
-                head = ".".join(parts[:cut])
-                if head in self.table and self.table[head] != head:
-                    qual = ".".join([self.table[head], *parts[cut:]])
+            head = qual  # the longest dotted prefix of qual that the table holds goes first
+            while True:
+                target = table.get(head)
+                if target is not None and target != head:
+                    qual = target + qual[len(head) :]
                     break
-            else:
-                return qual
+                cut = head.rfind(".")
+                if cut < 0:
+                    return qual
+                head = head[:cut]
         return qual
 
 

@@ -17,7 +17,7 @@ import functools
 import json
 import re
 from bisect import bisect_left
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
 from migrate.analysis.astwalk import walk_lines
@@ -637,7 +637,7 @@ class RepositoryWrappers:
     wrappers: dict[str, Wrapper]  # by qualname
     qual_of: dict[str, str]  # a wrapper's encoding (as a file's facts hold it) -> qualname
     index: ImportIndex
-    used: frozenset[str]  # what the files call or import, resolved through the re-exports
+    calls: Collection[str]  # what the files call or import (their `calls` facts)
     words: re.Pattern[str] | None  # a `from` line naming a wrapper, or a module holding one
 
     def imported_by(self, module: str, lines: Iterable[str]) -> bool:
@@ -659,6 +659,13 @@ class RepositoryWrappers:
             return False
         target = self.index.resolve(qual)
         return target in self.wrappers or target in self._holders
+
+    @functools.cached_property
+    def used(self) -> frozenset[str]:
+        """What the files call or import, resolved through the re-exports (asked only by a
+        file that defines wrappers)."""
+        resolve = self.index.resolve
+        return frozenset({*map(resolve, self.calls), *map(resolve, self.index.table.values())})
 
     @functools.cached_property
     def _holders(self) -> frozenset[str]:
@@ -689,17 +696,33 @@ def _wrappers_of(repo: RepositoryFacts) -> RepositoryWrappers:
         if w is not None:
             wrappers[w.qual] = w
     index = repo.import_index()
-    used = {index.resolve(q) for q in repo.calls()}
-    used |= {index.resolve(q) for q in index.table.values()}
     words = {w.name for w in wrappers.values()}
     words |= {q.rsplit(".", 2)[-2] for q in wrappers if q.count(".") >= 1}
-    # The names a wrapper is re-exported as (`from .io import f as g`).
-    words |= {k.rpartition(".")[2] for k in index.table if index.resolve(k) in wrappers}
+    words |= _aliases(
+        index, {w.name for w in wrappers.values()} | {q.rpartition(".")[2] for q in wrappers}
+    )
     pattern = (
         re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(words))) + r")\b") if words else None
     )
     qual_of = {w.encode(): q for q, w in wrappers.items()}
-    return RepositoryWrappers(wrappers, qual_of, index, frozenset(used), pattern)
+    return RepositoryWrappers(wrappers, qual_of, index, repo.calls(), pattern)
+
+
+def _aliases(index: ImportIndex, names: set[str]) -> set[str]:
+    """`names` with every name a module may import one of them as (`from .io import f as g`,
+    and `g` re-exported again): a word search's words, so more than the exact set is
+    harmless, and it is found without resolving every name of the index. A name's last part
+    changes only where the index maps that whole name, to the last part of what it maps to."""
+    imported_as: dict[str, set[str]] = {}
+    for name, qual in index.table.items():
+        imported_as.setdefault(qual.rpartition(".")[2], set()).add(name.rpartition(".")[2])
+    found, todo = set(names), list(names)
+    while todo:
+        for alias in imported_as.get(todo.pop(), ()):
+            if alias not in found:
+                found.add(alias)
+                todo.append(alias)
+    return found
 
 
 _NO_WRAPPERS = RepositoryWrappers({}, {}, ImportIndex((), ()), frozenset(), None)

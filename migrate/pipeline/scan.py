@@ -50,14 +50,16 @@ class PlannedScanner(Scanner):
         with rare_collections():
             return self._plan(self._scan(list(paths)))
 
-    def pool_pass_starts(
+    def repository_pass_starts(
         self, results: dict[str, FileResult], repository_facts: RepositoryFacts
-    ) -> None:
+    ) -> bool:
         """Start the planner's facts on a thread when phase 1's findings will need them."""
-        if needs_facts(f for r in results.values() for f in r.findings):
-            self._background = BackgroundFacts(
-                self.jobs.values(), results, repository_facts, self._wrappers_told()
-            )
+        if not needs_facts(f for r in results.values() for f in r.findings):
+            return False
+        self._background = BackgroundFacts(
+            self.jobs.values(), results, repository_facts, self._wrappers_told()
+        )
+        return True
 
     def _wrappers_told(self) -> bool:
         """Whether the scan's files told their wrappers (the wrapper rule ran), so that the

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ast
 import functools
-import gc
 import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
@@ -52,13 +51,13 @@ from migrate.scan.workers import (
 )
 
 PARALLEL_THRESHOLD = 48  # below this many parsed files a process pool costs more than it saves
-# Source bytes a scan parses in its own process before a pool of two may take the rest (with
-# n workers, this over n - 1), and the parse volume still to come that makes it take them.
-# A file a worker parsed is parsed again here when the planner's facts or the repository pass
-# read it, which is most files that hold TorchScript: on the development corpus (2,306 files,
-# 4 MB parsed) a pool after the first 1 MB cost 22% more CPU than one process; on installed
-# torch + executorch (34 MB parsed) a pool only after 16 MB left one core idle for nine seconds.
-POOL_AFTER_BYTES = 4_000_000
+# Source bytes a scan parses in its own process before a pool may share the rest (with n
+# workers, this over n - 1), and the parse volume still to come that makes it share them.
+# This process goes on with its share beside the pool's n - 1 workers and keeps its trees; a
+# file a worker parsed is parsed again here only when a later stage reads it. Measured at -j 2
+# (docs/performance.md, "Scan on real code"): the development corpus and installed torch +
+# executorch scan fastest at 1 MB; at 4 MB one core waited alone for seconds.
+POOL_AFTER_BYTES = 1_000_000
 
 
 @dataclass
@@ -90,7 +89,7 @@ class ScanOptions:
 class Scanner:
     """The scan stage alone: findings as the checks report them. A command's pipeline
     (migrate.pipeline.scan) builds the facts and plans; it gives the per-file `hints` and
-    hears when the repository pass starts (`pool_pass_starts`), and `keep`s its outcome."""
+    may work beside the repository pass (`repository_pass_starts`), and `keep`s its outcome."""
 
     # (text, tree, scope table) -> (no_makers, no_sites): the facts' hints, computed on the
     # tree each worker already has. A module-level function: it travels to the workers.
@@ -138,13 +137,16 @@ class Scanner:
         self,
         work: list[tuple],
         repo_facts: RepositoryFacts | None = None,
-        on_pool: Callable[[], None] | None = None,
+        busy: bool = False,
     ) -> list[FileResult]:
         """Run the jobs here or in a process pool; `repo_facts`: what a RepoPass without
         facts of its own reads (megabytes on a large tree: sent to each process once).
-        `on_pool` is called when the rest goes to the pool (this process then only waits)."""
+        `busy`: this process has work of its own meanwhile (on a thread): the pool takes
+        every job at once."""
         workers = self._workers(len(work))
         WORKER_STATE["repo_facts"] = repo_facts
+        if busy and workers > 1:
+            return self._beside_pool(work, workers, repo_facts, share=False)
         results: list[FileResult] = []
         # The jobs start here; a pool takes the rest only once this process has parsed enough
         # to show it pays: most files of a repository are never parsed, and on a tree that
@@ -165,34 +167,65 @@ class Scanner:
         else:
             return results
         work = work[len(results) :]
-        if on_pool is not None:
-            on_pool()
-        size = max(8, len(work) // (workers * 8))
+        results.extend(self._beside_pool(work, workers, repo_facts, share=True))
+        return results
+
+    def _beside_pool(
+        self, work: list[tuple], workers: int, repo_facts: RepositoryFacts | None, share: bool
+    ) -> list[FileResult]:
+        """Run the jobs in a pool of `workers` processes, or of one less with this process
+        taking its `share`: it runs batches from the front while the pool takes them from
+        the back, so no core waits and the trees this process parses stay here for the
+        later stages. Results in the jobs' order."""
+        processes = workers - 1 if share else workers
+        size = max(4, len(work) // (workers * 32))
         batches = [work[i : i + size] for i in range(0, len(work), size)]
-        from concurrent.futures import ProcessPoolExecutor  # only a pool's scans pay for it
+        done: list[list[FileResult]] = [[] for _ in batches]
+        from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
         # The workers are forked from this process, trees it kept included: frozen, those
         # are never walked by a worker's collector (nor copied page by page as it marks them).
-        gc.freeze()
-        try:
-            with ProcessPoolExecutor(
-                max_workers=workers,
-                initializer=pool_worker_init,
-                initargs=(
-                    self.codes,
-                    self.check_options,
-                    self.options.per_file_ignores,
-                    repo_facts,
-                    self.hints,
-                ),
-            ) as pool:
-                for batch_result in pool.map(run_batch, batches):
-                    results.extend(batch_result)
+        parse_once.freeze()
+        with ProcessPoolExecutor(
+            max_workers=processes,
+            initializer=pool_worker_init,
+            initargs=(
+                self.codes,
+                self.check_options,
+                self.options.per_file_ignores,
+                repo_facts,
+                self.hints,
+            ),
+        ) as pool:
+            running: dict = {}
+            front, back = 0, len(batches)  # batches[front:back] have not started
+
+            def collect(finished: Iterable) -> None:
+                """Take the finished batches' results; hand out more, from the back, so that
+                one batch waits behind each running one."""
+                nonlocal back
+                for future in finished:
+                    index = running.pop(future)
+                    done[index] = future.result()
                     if self.progress:
-                        self.progress(len(batch_result))
-        finally:
-            gc.unfreeze()
-        return results
+                        self.progress(len(done[index]))
+                while front < back and len(running) < 2 * processes:
+                    back -= 1
+                    running[pool.submit(run_batch, batches[back])] = back
+
+            collect(())
+            while front < back or running:
+                if share and front < back:
+                    front += 1
+                    for item in batches[front - 1]:
+                        done[front - 1].append(run_job(*item))
+                        # checked after each job: a worker never waits for a whole batch here
+                        collect([future for future in running if future.done()])
+                    if self.progress:
+                        self.progress(len(done[front - 1]))
+                else:
+                    collect(wait(running, return_when=FIRST_COMPLETED).done)
+        return [result for batch in done for result in batch]
 
     def scan(self, paths: Iterable[str | Path]) -> ScanResult:
         with rare_collections():
@@ -254,12 +287,13 @@ class Scanner:
         )
         cache.save()
 
-    def pool_pass_starts(
+    def repository_pass_starts(
         self, results: dict[str, FileResult], repository_facts: RepositoryFacts
-    ) -> None:
-        """The repository pass goes to the process pool now (this process only waits for it),
-        with these merged facts: a pipeline may start work of its own here (the facts, on a
-        thread)."""
+    ) -> bool:
+        """The repository pass may go to a process pool, with these merged facts: a pipeline
+        may start work of its own here (the planner's facts, on a thread) and says whether it
+        did (this process then leaves the pass to the pool)."""
+        return False
 
     def _collect(
         self,
@@ -330,9 +364,8 @@ class Scanner:
                 todo.append((job, self.exports or None, RepoPass(codes, None)))
         todo = [item for item in todo if not self._settled(item[0], item[2], facts, results)]
         rerun = {job.display: set(p.codes or ()) for job, _, p in todo}
-        for new in self._execute(
-            todo, facts, on_pool=lambda: self.pool_pass_starts(results, facts)
-        ):
+        busy = self._workers(len(todo)) > 1 and self.repository_pass_starts(results, facts)
+        for new in self._execute(todo, facts, busy=busy):
             old = results[new.path]
             if new.error:  # phase 1 skipped or reported this file; keep its verdict
                 continue

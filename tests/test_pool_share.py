@@ -1,0 +1,91 @@
+"""A scan with workers: this process takes its share of the files beside the pool (its trees
+stay here for the later stages), and the outcome is the one a single process gives, in the
+jobs' order, each job run and counted once."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+import migrate.scan.engine as engine
+from migrate.analysis import parsed as parse_once
+from migrate.scan.engine import Scanner, ScanOptions
+from tests.scan_support import write_tree
+
+MODEL = """\
+import torch
+
+
+class Net{i}(torch.nn.Module):
+    def forward(self, x):
+        return x + {i}
+
+
+scripted = torch.jit.script(Net{i}())
+torch.jit.save(scripted, "net{i}.pt")
+"""
+
+
+def _tree(root: Path, count: int) -> Path:
+    files = {f"models/m{i:03}.py": MODEL.format(i=i) for i in range(count)}
+    files.update({f"docs/note{i:03}.txt": "nothing to see\n" for i in range(count // 2)})
+    return write_tree(root, files)
+
+
+def _scan(root: Path, jobs: int) -> tuple[Scanner, list, Counter]:
+    progress: Counter = Counter()
+    scanner = Scanner(
+        ScanOptions(cache=False, jobs=jobs),
+        progress=lambda n: progress.update(done=n),
+    )
+    out = scanner.scan([root])
+    found = [(f.path, f.line, f.column, f.rule, f.message) for f in out.findings]
+    return scanner, found, progress
+
+
+@pytest.fixture
+def small_pool_threshold(monkeypatch):
+    # A pool for a test-sized tree: from the 8th job, after a few files parsed here.
+    monkeypatch.setattr(engine, "PARALLEL_THRESHOLD", 8)
+    monkeypatch.setattr(engine, "POOL_AFTER_BYTES", 1_000)
+
+
+def test_this_process_shares_the_files_with_the_pool(tmp_path, small_pool_threshold, monkeypatch):
+    root = _tree(tmp_path / "repo", 120)
+    single, expected, _ = _scan(root, jobs=1)
+    here_alone = parse_once.parse_counts()
+    shared: list[str] = []
+    beside_pool = engine.Scanner._beside_pool
+
+    def spy(self, work, *args, **kwargs):
+        shared.extend(job.display for job, *_ in work)
+        return beside_pool(self, work, *args, **kwargs)
+
+    monkeypatch.setattr(engine.Scanner, "_beside_pool", spy)
+    pooled, found, progress = _scan(root, jobs=2)
+    here = parse_once.parse_counts()
+    assert found == expected and len(found) >= 240  # a capture and a save in each model
+    assert len(here_alone) == 120
+    # The models parsed here: the first ones, then a share of those the pool was started
+    # for, taken beside its worker; the worker parsed the others. None was parsed twice.
+    models = {name for name in shared if name.endswith(".py")}
+    assert models and models & set(here) and models - set(here)
+    assert len(here) < 120 and max(here.values()) == 1
+    # Every job ran once, counted once, results in the jobs' order.
+    assert progress["done"] == len(pooled.jobs)
+    assert list(pooled._results) == list(pooled.jobs)
+    assert list(single._results) == list(single.jobs)
+
+
+def test_a_small_tree_stays_in_one_process(tmp_path, monkeypatch):
+    monkeypatch.setattr(engine, "PARALLEL_THRESHOLD", 8)
+    root = _tree(tmp_path / "repo", 40)  # parses far less than POOL_AFTER_BYTES
+
+    def no_pool(*args, **kwargs):
+        raise AssertionError("a pool started for a small tree")
+
+    monkeypatch.setattr(engine.Scanner, "_beside_pool", no_pool)
+    _, found, _ = _scan(root, jobs=2)
+    assert len(parse_once.parse_counts()) == 40 and len(found) >= 80
