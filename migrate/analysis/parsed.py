@@ -101,10 +101,11 @@ def _parse(
             tree = ast.parse(text, filename=display)
     except (SyntaxError, ValueError, RecursionError) as exc:
         error = exc
-    with _recent_lock:
-        _recent[text] = (tree, error)
-        if len(_recent) > _RECENT:
-            _recent.popitem(last=False)
+    if _state["keep"]:  # a worker analyses each file once: a tree kept there only costs
+        with _recent_lock:
+            _recent[text] = (tree, error)
+            if len(_recent) > _RECENT:
+                _recent.popitem(last=False)
     return tree, error
 
 

@@ -294,5 +294,5 @@ class AsksForInputs:
     """A check whose findings join a capture's group (a save of it, its mobile lowering): in
     the repository pass it is analysed again with the capture once the class published."""
 
-    def rerun(self, repo, facts, remembered, module=str) -> bool:
+    def rerun(self, repo, facts, remembered, module=str, text=None) -> bool:
         return arrived(repo, facts)

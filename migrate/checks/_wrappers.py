@@ -129,6 +129,7 @@ class FrameworkMethodCheck(PythonCheck):
         facts: FileFacts | None,
         remembered: set[str],
         module: Callable[[], str] = str,
+        text: Callable[[], str] | None = None,
     ) -> bool:
         asked = facts.framework_asks(self.code) if facts is not None else ()
         return bool(asked) and self._through_repo(repo, asked) is not None

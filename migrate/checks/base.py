@@ -358,12 +358,14 @@ class PythonCheck(Check):
         facts: FileFacts | None,
         remembered: set[str],
         module: Callable[[], str] = str,
+        text: Callable[[], str] | None = None,
     ) -> bool:
         """After phase 1: analyse this file again, alone, with the repository's merged facts?
 
         `facts` is what the file reported in phase 1 (None when it was not parsed);
         `remembered` holds the `remember` words of a file that was not parsed; `module()`
-        answers the file's dotted module name (computed on demand: most files never need it).
+        answers the file's dotted module name (computed on demand: most files never need it);
+        `text()` its source text, read on demand (None where no file backs it).
         """
         return False
 

@@ -67,6 +67,7 @@ class JitScriptToExport(PythonCheck):
         facts: FileFacts | None,
         remembered: set[str],
         module: Callable[[], str] = str,
+        text: Callable[[], str] | None = None,
     ) -> bool:
         asked = facts.scripted_imports() if facts else ()
         if static_inputs.arrived(repo, facts):  # issue 27: a scripted class's example inputs

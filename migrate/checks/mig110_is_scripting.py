@@ -43,6 +43,7 @@ class IsScriptingToFalse(PythonCheck):
         facts: FileFacts | None,
         remembered: set[str],
         module: Callable[[], str] = str,
+        text: Callable[[], str] | None = None,
     ) -> bool:
         if not facts:
             return False

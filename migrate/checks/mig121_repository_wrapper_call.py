@@ -50,6 +50,7 @@ class RepositoryWrapperCall(PythonCheck):
         facts: FileFacts | None,
         remembered: set[str],
         module: Callable[[], str] = str,
+        text: Callable[[], str] | None = None,
     ) -> bool:
         known = repository_wrappers(repo)
         if not known.wrappers:
@@ -58,7 +59,8 @@ class RepositoryWrapperCall(PythonCheck):
             own = facts.wrappers()
             mine = known.mine(own)  # the others are foreign to this file
             for qual in facts.calls():  # what it imports or calls
-                if known.reaches(qual) and known.index.resolve(qual) not in mine:
+                target = known.index.resolve(qual)
+                if target not in mine and known.may_call(target, text):
                     return True
             # A file defining wrappers: its definitions are reported once callers are known.
             return bool(own) and bool(mine - set(facts.calls()))
@@ -68,7 +70,7 @@ class RepositoryWrapperCall(PythonCheck):
         if words is None:
             return False
         lines = [line for line in remembered if line.startswith("from") and words.search(line)]
-        return bool(lines) and known.imported_by(module(), lines)
+        return bool(lines) and known.imported_by(module(), lines, text)
 
     def on_end(self, ctx: PythonContext) -> None:
         local = find_wrappers(ctx)

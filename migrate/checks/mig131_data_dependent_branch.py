@@ -82,6 +82,7 @@ class DataDependentBranch(PythonCheck):
         facts: FileFacts | None,
         remembered: set[str],
         module: Callable[[], str] = str,
+        text: Callable[[], str] | None = None,
     ) -> bool:
         index = captured_index(repo)
         if facts is None:

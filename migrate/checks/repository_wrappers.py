@@ -17,7 +17,7 @@ import functools
 import json
 import re
 from bisect import bisect_left
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 
 from migrate.analysis.astwalk import walk_lines
@@ -640,15 +640,16 @@ class RepositoryWrappers:
     calls: Collection[str]  # what the files call or import (their `calls` facts)
     words: re.Pattern[str] | None  # a `from` line naming a wrapper, or a module holding one
 
-    def imported_by(self, module: str, lines: Iterable[str]) -> bool:
+    def imported_by(
+        self, module: str, lines: Iterable[str], text: Callable[[], str] | None = None
+    ) -> bool:
         """Whether `from` lines of `module` (a file the prefilter skipped) import a wrapper,
         or a module or package holding one (`from pkg.tests import utils`, then
-        `utils.f(...)`), through the repository's re-exports."""
-        holders = self._holders
+        `utils.f(...)`) whose wrapper the file's `text()` names (`may_call`), through the
+        repository's re-exports."""
         for line in lines:
             for _, qual in self.index.imported(module, line):
-                target = self.index.resolve(qual)
-                if target in self.wrappers or target in holders:
+                if self.may_call(self.index.resolve(qual), text):
                     return True
         return False
 
@@ -659,6 +660,33 @@ class RepositoryWrappers:
             return False
         target = self.index.resolve(qual)
         return target in self.wrappers or target in self._holders
+
+    def may_call(self, target: str, text: Callable[[], str] | None = None) -> bool:
+        """Whether a file importing `target` (a resolved name) may call a wrapper through
+        it: `target` is a wrapper, or a module holding one whose name, or a name it is
+        imported as, the file's `text()` spells (a call through the module must spell it:
+        `utils.to_torchscript(m)`). Without a text, any module holding one may."""
+        if target in self.wrappers:
+            return True
+        if target not in self._holders:
+            return False
+        return text is None or self._names_in(target).search(text()) is not None
+
+    def _names_in(self, holder: str) -> re.Pattern[str]:
+        """The names of the wrappers under a module or package, with their aliases."""
+        found = self._holder_names.get(holder)
+        if found is None:
+            under = holder + "."
+            names = {w.name for q, w in self.wrappers.items() if q.startswith(under)}
+            names |= {q.rpartition(".")[2] for q in self.wrappers if q.startswith(under)}
+            words = sorted(_aliases(self.index, names))
+            found = re.compile(r"\b(?:" + "|".join(map(re.escape, words)) + r")\b")
+            self._holder_names[holder] = found
+        return found
+
+    @functools.cached_property
+    def _holder_names(self) -> dict[str, re.Pattern[str]]:
+        return {}
 
     @functools.cached_property
     def used(self) -> frozenset[str]:

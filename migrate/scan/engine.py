@@ -27,6 +27,7 @@ from migrate.scan.discover import (
     DEFAULT_MAX_FILE_SIZE,
     Skipped,
     SourceFile,
+    decode_source,
     discover,
     read_source,
 )
@@ -357,8 +358,11 @@ class Scanner:
                 continue
             mine = FileFacts(r.facts) if r.parsed else None
             module = functools.partial(getattr, job, "module")
+            text = functools.cache(functools.partial(_text_of, job))
             codes = tuple(
-                c.code for c in self.checks.python if c.rerun(facts, mine, r.remembered, module)
+                c.code
+                for c in self.checks.python
+                if c.rerun(facts, mine, r.remembered, module, text=text)
             )
             if codes:
                 todo.append((job, self.exports or None, RepoPass(codes, None)))
@@ -447,6 +451,15 @@ class Scanner:
             for r in self._execute(todo):
                 results[r.path] = r
         return resolved
+
+
+def _text_of(job: FileJob) -> str:
+    """A file's text, read again (empty when it can no longer be read: it was read in phase
+    1, and the repository pass then leaves it as phase 1 found it)."""
+    try:
+        return decode_source(job.read())
+    except (OSError, Skipped, UnicodeDecodeError, SyntaxError, LookupError):
+        return ""
 
 
 def _tree_fingerprint(jobs: list[FileJob]) -> tuple:

@@ -1,0 +1,90 @@
+"""The repository pass analyses a file again for the wrapper rule only when it may call a
+wrapper of another module: it imports the wrapper itself, or imports a module holding one and
+spells the wrapper's name (or a name it is re-exported as). A file importing that module for
+something else is not analysed again, and its findings are the same."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+from migrate.scan import workers
+from tests.scan_support import invoke, write_tree
+
+TREE = {
+    "pkg/__init__.py": "from pkg.utils import to_torchscript as compile_model\n",
+    "pkg/utils.py": """\
+        import torch
+
+
+        def to_torchscript(model):
+            return torch.jit.script(model)
+
+
+        def other(x):
+            return x
+        """,
+    "pkg/module_other.py": """\
+        from pkg import utils
+
+        print(utils.other(1))
+        """,
+    "pkg/module_other_parsed.py": """\
+        import torch
+
+        from pkg import utils
+
+        print(utils.other(torch.jit.is_scripting()))
+        """,
+    "pkg/module_call.py": """\
+        from pkg import utils
+        from pkg.models import Net
+
+        scripted = utils.to_torchscript(Net())
+        """,
+    "pkg/alias_call.py": """\
+        from pkg import compile_model
+        from pkg.models import Net
+
+        scripted = compile_model(Net())
+        """,
+    "pkg/direct.py": """\
+        from pkg.models import Net
+        from pkg.utils import to_torchscript
+
+        scripted = to_torchscript(Net())
+        """,
+    "pkg/models.py": """\
+        import torch
+
+
+        class Net(torch.nn.Module):
+            def forward(self, x):
+                return x
+        """,
+}
+
+
+def test_only_files_that_may_call_a_wrapper_are_analysed_again(tmp_path, monkeypatch):
+    root = write_tree(tmp_path / "repo", TREE)
+    analysed: Counter[str] = Counter()
+    analyse = workers.analyze_python
+
+    def counting(display, *args, **kwargs):
+        analysed[display] += 1
+        return analyse(display, *args, **kwargs)
+
+    monkeypatch.setattr(workers, "analyze_python", counting)
+    run = invoke(["scan", ".", "--no-cache", "-j", "1", "-f", "json"], root)
+    assert run.code == 1, run.stderr
+    calls = Counter(f["path"] for f in json.loads(run.stdout)["findings"] if f["rule"] == "MIG121")
+    # The calls through the module and through the direct import are found...
+    assert calls["pkg/module_call.py"] == 1 and calls["pkg/direct.py"] == 1
+    assert analysed["pkg/module_call.py"] == 2 and analysed["pkg/direct.py"] == 2
+    # ... and so is the one through the name the package re-exports it as.
+    assert calls["pkg/alias_call.py"] == 1
+    # A file that imports the module for another function is analysed at most once: in
+    # phase 1, or (one the prefilter skipped) not at all; no finding.
+    assert analysed["pkg/module_other_parsed.py"] == 1, analysed
+    assert analysed["pkg/module_other.py"] == 0, analysed
+    assert calls["pkg/module_other.py"] == calls["pkg/module_other_parsed.py"] == 0
