@@ -54,6 +54,15 @@ class ImportIndex:
             for base in bases
         ]
 
+    @functools.cached_property
+    def imported_as(self) -> dict[str, set[str]]:
+        """{the last part of a name something stands for: the last parts of the names standing
+        for it} (`from .io import f as g`: f -> {g}), built once per index."""
+        found: dict[str, set[str]] = {}
+        for name, qual in self.table.items():
+            found.setdefault(qual.rpartition(".")[2], set()).add(name.rpartition(".")[2])
+        return found
+
     def resolve(self, qual: str) -> str:
         """What `qual` stands for, following re-exports (at most 8 hops)."""
         if not self.table:

@@ -741,9 +741,7 @@ def _aliases(index: ImportIndex, names: set[str]) -> set[str]:
     and `g` re-exported again): a word search's words, so more than the exact set is
     harmless, and it is found without resolving every name of the index. A name's last part
     changes only where the index maps that whole name, to the last part of what it maps to."""
-    imported_as: dict[str, set[str]] = {}
-    for name, qual in index.table.items():
-        imported_as.setdefault(qual.rpartition(".")[2], set()).add(name.rpartition(".")[2])
+    imported_as = index.imported_as
     found, todo = set(names), list(names)
     while todo:
         for alias in imported_as.get(todo.pop(), ()):

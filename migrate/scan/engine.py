@@ -358,7 +358,7 @@ class Scanner:
                 continue
             mine = FileFacts(r.facts) if r.parsed else None
             module = functools.partial(getattr, job, "module")
-            text = functools.cache(functools.partial(_text_of, job))
+            text = _TextOf(job)
             codes = tuple(
                 c.code
                 for c in self.checks.python
@@ -453,13 +453,22 @@ class Scanner:
         return resolved
 
 
-def _text_of(job: FileJob) -> str:
-    """A file's text, read again (empty when it can no longer be read: it was read in phase
-    1, and the repository pass then leaves it as phase 1 found it)."""
-    try:
-        return decode_source(job.read())
-    except (OSError, Skipped, UnicodeDecodeError, SyntaxError, LookupError):
-        return ""
+class _TextOf:
+    """A file's text, read again on the first call (empty when it can no longer be read: it
+    was read in phase 1, and the repository pass then leaves it as phase 1 found it)."""
+
+    __slots__ = ("job", "text")
+
+    def __init__(self, job: FileJob) -> None:
+        self.job, self.text = job, None
+
+    def __call__(self) -> str:
+        if self.text is None:
+            try:
+                self.text = decode_source(self.job.read())
+            except (OSError, Skipped, UnicodeDecodeError, SyntaxError, LookupError):
+                self.text = ""
+        return self.text
 
 
 def _tree_fingerprint(jobs: list[FileJob]) -> tuple:
