@@ -91,9 +91,9 @@ def test_help_says_what_happens_without_intent_and_what_j_defaults_to(command):
 def test_the_jobs_help_names_the_engines_threshold():
     from migrate.scan.engine import POOL_AFTER_BYTES
 
-    megabytes = POOL_AFTER_BYTES // 10**6
-    assert POOL_AFTER_BYTES == megabytes * 10**6
-    assert f"only after {megabytes} MB of parsed source" in _flat(help_text("scan"))
+    kilobytes = POOL_AFTER_BYTES // 1000
+    assert POOL_AFTER_BYTES == kilobytes * 1000
+    assert f"only after {kilobytes} kB of parsed source" in _flat(help_text("scan"))
 
 
 def test_every_apply_option_the_docs_use_is_in_help():

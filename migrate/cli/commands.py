@@ -151,9 +151,8 @@ JobsOpt = Annotated[
         "-j",
         metavar="N",
         help="Worker processes. Default (and 0): one per CPU. The scan starts in this process "
-        "and shares the rest with a pool of N-1 only after 1 MB of parsed source (over N-1), "
-        "when as much again is still to come, so most repositories scan in one process; 1: "
-        "never a pool.",
+        "and hands the rest to the pool only after 256 kB of parsed source, when as much "
+        "again is still to come, so most repositories scan in one process; 1: never a pool.",
     ),
 ]
 ConfigOpt = Annotated[

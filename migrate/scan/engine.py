@@ -52,13 +52,15 @@ from migrate.scan.workers import (
 )
 
 PARALLEL_THRESHOLD = 48  # below this many parsed files a process pool costs more than it saves
-# Source bytes a scan parses in its own process before a pool may share the rest (with n
-# workers, this over n - 1), and the parse volume still to come that makes it share them.
-# This process goes on with its share beside the pool's n - 1 workers and keeps its trees; a
-# file a worker parsed is parsed again here only when a later stage reads it. Measured at -j 2
-# (docs/performance.md, "Scan on real code"): the development corpus and installed torch +
-# executorch scan fastest at 1 MB; at 4 MB one core waited alone for seconds.
-POOL_AFTER_BYTES = 1_000_000
+# Source bytes a scan parses in its own process before a pool may take the rest, and the
+# parse volume still to come that makes it take them: most repositories parse less and stay
+# in one process. A file a worker parsed is parsed again here only where a later stage reads
+# its tree (the planner's facts: a few dozen files on torch + executorch). Measured at -j 2
+# (docs/performance.md, "Scan speed"): on the development corpus and on installed torch +
+# executorch a pool of n after 256 kB was as fast as 469f4b5's pool from the first file, and
+# faster than this process sharing the work with n - 1 workers beside it (its share of
+# unpickling their results, and its growing heap, cost more than the trees it kept saved).
+POOL_AFTER_BYTES = 256_000
 
 
 @dataclass
@@ -147,48 +149,43 @@ class Scanner:
         workers = self._workers(len(work))
         WORKER_STATE["repo_facts"] = repo_facts
         if busy and workers > 1:
-            return self._beside_pool(work, workers, repo_facts, share=False)
+            return self._in_pool(work, workers, repo_facts)
         results: list[FileResult] = []
         # The jobs start here; a pool takes the rest only once this process has parsed enough
         # to show it pays: most files of a repository are never parsed, and on a tree that
         # parses little the pool's start, and the later stages parsing again what its
         # workers parsed (their trees stay there), cost more than it saves.
         start = parse_once.parsed_bytes()
-        enough = POOL_AFTER_BYTES // max(workers - 1, 1)
-        check = enough  # parsed bytes at which the pool is considered next
+        check = POOL_AFTER_BYTES  # parsed bytes at which the pool is considered next
         for item in work:
             parsed = parse_once.parsed_bytes() - start
             if workers > 1 and parsed >= check and len(work) - len(results) >= PARALLEL_THRESHOLD:
-                if _parse_to_come(work, len(results), parsed) >= enough:
+                if _parse_to_come(work, len(results), parsed) >= POOL_AFTER_BYTES:
                     break
-                check = parsed + enough
+                check = parsed + POOL_AFTER_BYTES
             results.append(run_job(*item))
             if self.progress:
                 self.progress(1)
         else:
             return results
-        work = work[len(results) :]
-        results.extend(self._beside_pool(work, workers, repo_facts, share=True))
+        results.extend(self._in_pool(work[len(results) :], workers, repo_facts))
         return results
 
-    def _beside_pool(
-        self, work: list[tuple], workers: int, repo_facts: RepositoryFacts | None, share: bool
+    def _in_pool(
+        self, work: list[tuple], workers: int, repo_facts: RepositoryFacts | None
     ) -> list[FileResult]:
-        """Run the jobs in a pool of `workers` processes, or of one less with this process
-        taking its `share`: it runs batches from the front while the pool takes them from
-        the back, so no core waits and the trees this process parses stay here for the
-        later stages. Results in the jobs' order."""
-        processes = workers - 1 if share else workers
-        size = max(4, len(work) // (workers * 32))
+        """Run the jobs in a pool of `workers` processes (this process waits); results in the
+        jobs' order."""
+        size = max(4, len(work) // (workers * 16))
         batches = [work[i : i + size] for i in range(0, len(work), size)]
-        done: list[list[FileResult]] = [[] for _ in batches]
-        from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+        results: list[FileResult] = []
+        from concurrent.futures import ProcessPoolExecutor  # only a pool's scans pay for it
 
         # The workers are forked from this process, trees it kept included: frozen, those
         # are never walked by a worker's collector (nor copied page by page as it marks them).
         parse_once.freeze()
         with ProcessPoolExecutor(
-            max_workers=processes,
+            max_workers=workers,
             initializer=pool_worker_init,
             initargs=(
                 self.codes,
@@ -198,35 +195,11 @@ class Scanner:
                 self.hints,
             ),
         ) as pool:
-            running: dict = {}
-            front, back = 0, len(batches)  # batches[front:back] have not started
-
-            def collect(finished: Iterable) -> None:
-                """Take the finished batches' results; hand out more, from the back, so that
-                one batch waits behind each running one."""
-                nonlocal back
-                for future in finished:
-                    index = running.pop(future)
-                    done[index] = future.result()
-                    if self.progress:
-                        self.progress(len(done[index]))
-                while front < back and len(running) < 2 * processes:
-                    back -= 1
-                    running[pool.submit(run_batch, batches[back])] = back
-
-            collect(())
-            while front < back or running:
-                if share and front < back:
-                    front += 1
-                    for item in batches[front - 1]:
-                        done[front - 1].append(run_job(*item))
-                        # checked after each job: a worker never waits for a whole batch here
-                        collect([future for future in running if future.done()])
-                    if self.progress:
-                        self.progress(len(done[front - 1]))
-                else:
-                    collect(wait(running, return_when=FIRST_COMPLETED).done)
-        return [result for batch in done for result in batch]
+            for batch_result in pool.map(run_batch, batches):
+                results.extend(batch_result)
+                if self.progress:
+                    self.progress(len(batch_result))
+        return results
 
     def scan(self, paths: Iterable[str | Path]) -> ScanResult:
         with rare_collections():

@@ -1,6 +1,6 @@
-"""A scan with workers: this process takes its share of the files beside the pool (its trees
-stay here for the later stages), and the outcome is the one a single process gives, in the
-jobs' order, each job run and counted once."""
+"""A scan with workers: this process analyses the first files, a pool the rest once enough
+source was parsed here to show it pays (a small tree stays in one process), and the outcome
+is the one a single process gives, in the jobs' order, each job run and counted once."""
 
 from __future__ import annotations
 
@@ -52,27 +52,29 @@ def small_pool_threshold(monkeypatch):
     monkeypatch.setattr(engine, "POOL_AFTER_BYTES", 1_000)
 
 
-def test_this_process_shares_the_files_with_the_pool(tmp_path, small_pool_threshold, monkeypatch):
+def test_the_pool_takes_the_rest_and_the_outcome_is_one_processs(
+    tmp_path, small_pool_threshold, monkeypatch
+):
     root = _tree(tmp_path / "repo", 120)
     single, expected, _ = _scan(root, jobs=1)
     here_alone = parse_once.parse_counts()
-    shared: list[str] = []
-    beside_pool = engine.Scanner._beside_pool
+    pooled_jobs: list[str] = []
+    in_pool = engine.Scanner._in_pool
 
     def spy(self, work, *args, **kwargs):
-        shared.extend(job.display for job, *_ in work)
-        return beside_pool(self, work, *args, **kwargs)
+        pooled_jobs.extend(job.display for job, *_ in work)
+        return in_pool(self, work, *args, **kwargs)
 
-    monkeypatch.setattr(engine.Scanner, "_beside_pool", spy)
+    monkeypatch.setattr(engine.Scanner, "_in_pool", spy)
     pooled, found, progress = _scan(root, jobs=2)
     here = parse_once.parse_counts()
     assert found == expected and len(found) >= 240  # a capture and a save in each model
     assert len(here_alone) == 120
-    # The models parsed here: the first ones, then a share of those the pool was started
-    # for, taken beside its worker; the worker parsed the others. None was parsed twice.
-    models = {name for name in shared if name.endswith(".py")}
-    assert models and models & set(here) and models - set(here)
-    assert len(here) < 120 and max(here.values()) == 1
+    # The first models were parsed here, the rest in the pool's workers: none of those here,
+    # none twice.
+    models = {name for name in pooled_jobs if name.endswith(".py")}
+    assert here and models and not models & set(here)
+    assert len(here) + len(models) == 120 and max(here.values()) == 1
     # Every job ran once, counted once, results in the jobs' order.
     assert progress["done"] == len(pooled.jobs)
     assert list(pooled._results) == list(pooled.jobs)
@@ -86,6 +88,6 @@ def test_a_small_tree_stays_in_one_process(tmp_path, monkeypatch):
     def no_pool(*args, **kwargs):
         raise AssertionError("a pool started for a small tree")
 
-    monkeypatch.setattr(engine.Scanner, "_beside_pool", no_pool)
+    monkeypatch.setattr(engine.Scanner, "_in_pool", no_pool)
     _, found, _ = _scan(root, jobs=2)
     assert len(parse_once.parse_counts()) == 40 and len(found) >= 80
