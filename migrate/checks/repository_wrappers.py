@@ -656,10 +656,7 @@ class RepositoryWrappers:
     def reaches(self, qual: str) -> bool:
         """Whether `qual` (an imported name's qualname) is a wrapper or a module or package
         holding one, through the repository's re-exports."""
-        if not self.wrappers:
-            return False
-        target = self.index.resolve(qual)
-        return target in self.wrappers or target in self._holders
+        return bool(self.wrappers) and self.may_call(self.index.resolve(qual))
 
     def may_call(self, target: str, text: Callable[[], str] | None = None) -> bool:
         """Whether a file importing `target` (a resolved name) may call a wrapper through
