@@ -88,3 +88,38 @@ def test_only_files_that_may_call_a_wrapper_are_analysed_again(tmp_path, monkeyp
     assert analysed["pkg/module_other_parsed.py"] == 1, analysed
     assert analysed["pkg/module_other.py"] == 0, analysed
     assert calls["pkg/module_other.py"] == calls["pkg/module_other_parsed.py"] == 0
+
+
+STAR_TREE = {
+    "pkg/__init__.py": "",
+    "pkg/utils.py": TREE["pkg/utils.py"],
+    "pkg/models.py": TREE["pkg/models.py"],
+    "pkg/star_calls.py": """\
+        import torch
+
+        from pkg import utils as helpers
+        from pkg.models import *
+        from pkg.utils import to_torchscript as ts
+
+        build = ts
+        direct = ts(Net())
+        through_module = helpers.to_torchscript(Net())
+        through_alias = build(Net())
+        unrelated = helpers.other(torch.ones(1))
+        """,
+}
+
+
+def test_a_file_with_a_star_import_finds_the_calls_of_its_names(tmp_path):
+    """A star import hands on names the file never spells in an import: the wrapper rule
+    then looks at every call spelled with a name a wrapper is called by (its own, `ts`,
+    `build`, the module `helpers`), and finds each of them; the other calls are not its."""
+    root = write_tree(tmp_path / "repo", STAR_TREE)
+    run = invoke(["scan", ".", "--no-cache", "-j", "1", "-f", "json"], root)
+    assert run.code == 1, run.stderr
+    lines = sorted(
+        f["line"]
+        for f in json.loads(run.stdout)["findings"]
+        if f["rule"] == "MIG121" and f["path"] == "pkg/star_calls.py"
+    )
+    assert lines == [8, 9, 10]

@@ -7,7 +7,7 @@ import ast
 import functools
 import keyword
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 from migrate.analysis.pyscope import resolve_relative
 
@@ -20,19 +20,54 @@ class ImportIndex:
     def __init__(
         self, reexports: Iterable[str], remembered: Iterable[tuple[str, Iterable[str]]]
     ) -> None:
-        self.table: dict[str, str] = {}
+        self._table: dict[str, str] = {}
         self._resolved: dict[str, str] = {}
         for item in reexports:
             name, _, qual = item.partition("=")
-            self.table[name] = qual
+            self._table[name] = qual
+        # The skipped files' `from` lines by module, read when a name of that module is first
+        # looked up: tens of thousands of lines, of which a scan follows a few.
+        self._pending: dict[str, list[str]] = {}
+        self.modules_read = 0  # of the remembered modules (a count for tests)
         for module, lines in remembered:
-            for line in lines:
-                if line.startswith("from"):
-                    self._remembered(module, line)
+            froms = [line for line in lines if line.startswith("from")]
+            if froms:
+                self._pending.setdefault(module, []).extend(froms)
 
-    def _remembered(self, module: str, line: str) -> None:
-        for local, qual in self.imported(module, line):
-            self.table.setdefault(f"{module}.{local}", qual)
+    @property
+    def table(self) -> dict[str, str]:
+        """Every entry, the remembered lines all read."""
+        for module in list(self._pending):
+            self._load(module)
+        return self._table
+
+    def _load(self, module: str) -> None:
+        lines = self._pending.pop(module, None)
+        if lines is None:
+            return
+        self.modules_read += 1
+        for line in lines:
+            for local, qual in self.imported(module, line):
+                self._table.setdefault(f"{module}.{local}", qual)
+
+    def _get(self, name: str) -> str | None:
+        found = self._table.get(name)
+        if found is None and self._pending:
+            module = name.rpartition(".")[0]
+            if module in self._pending:
+                self._load(module)
+                found = self._table.get(name)
+        return found
+
+    def values_named(self, names: Collection[str]) -> list[str]:
+        """The names standing for something whose last part is one of `names` (the remembered
+        lines spelling one of them read first)."""
+        if self._pending and names:
+            spelled = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(names))) + r")\b")
+            hits = [m for m, lines in self._pending.items() if spelled.search("\n".join(lines))]
+            for module in hits:
+                self._load(module)
+        return [qual for qual in self._table.values() if qual.rpartition(".")[2] in names]
 
     @staticmethod
     def imported(module: str, line: str) -> list[tuple[str, str]]:
@@ -57,15 +92,27 @@ class ImportIndex:
     @functools.cached_property
     def imported_as(self) -> dict[str, set[str]]:
         """{the last part of a name something stands for: the last parts of the names standing
-        for it} (`from .io import f as g`: f -> {g}), built once per index."""
+        for it under another name} (`from .io import f as g`: f -> {g}), built once per index.
+        Of the remembered lines only those saying `as` are read: the others keep the name."""
         found: dict[str, set[str]] = {}
-        for name, qual in self.table.items():
-            found.setdefault(qual.rpartition(".")[2], set()).add(name.rpartition(".")[2])
+
+        def add(name: str, qual: str) -> None:
+            last, alias = qual.rpartition(".")[2], name.rpartition(".")[2]
+            if alias != last:
+                found.setdefault(last, set()).add(alias)
+
+        for name, qual in self._table.items():
+            add(name, qual)
+        for module, lines in self._pending.items():
+            for line in lines:
+                if _AS.search(line):
+                    for local, qual in self.imported(module, line):
+                        add(local, qual)
         return found
 
     def resolve(self, qual: str) -> str:
         """What `qual` stands for, following re-exports (at most 8 hops)."""
-        if not self.table:
+        if not self._table and not self._pending:
             return qual
         found = self._resolved.get(qual)
         if found is None:
@@ -73,11 +120,11 @@ class ImportIndex:
         return found
 
     def _follow(self, qual: str) -> str:
-        table = self.table
+        get = self._get
         for _ in range(8):
             head = qual  # the longest dotted prefix of qual that the table holds goes first
             while True:
-                target = table.get(head)
+                target = get(head)
                 if target is not None and target != head:
                     qual = target + qual[len(head) :]
                     break
@@ -88,6 +135,7 @@ class ImportIndex:
         return qual
 
 
+_AS = re.compile(r"\bas\b")
 _PLAIN_FROM = re.compile(r"from (\.*)([\w.]*) import ([\w, ]+)")
 
 

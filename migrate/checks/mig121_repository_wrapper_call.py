@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from migrate.analysis.astwalk import walk_lines
 from migrate.analysis.repository_facts import FileFacts, RepositoryFacts
@@ -59,6 +59,8 @@ class RepositoryWrapperCall(PythonCheck):
             own = facts.wrappers()
             mine = known.mine(own)  # the others are foreign to this file
             for qual in facts.calls():  # what it imports or calls
+                if not known.may_reach(qual):
+                    continue
                 target = known.index.resolve(qual)
                 if target not in mine and known.may_call(target, text):
                     return True
@@ -96,7 +98,7 @@ class RepositoryWrapperCall(PythonCheck):
         calls = set(imported.values())
         reach = {name for name, qual in imported.items() if known.reaches(qual)} | set(local)
         sites: list[tuple[ast.Call, Wrapper]] = []
-        found_calls = _repository_calls(ctx, local, reach) if reach else []
+        found_calls = _repository_calls(ctx, local, reach, known.callable_names) if reach else []
         for node, qual in found_calls:
             calls.add(qual)
             target = index.resolve(qual)
@@ -111,7 +113,7 @@ class RepositoryWrapperCall(PythonCheck):
         exported = self._export_group(ctx, local)
         for w in local.values():
             if not w.derived and w.qual not in exported:
-                self._definition(ctx, w, w.qual in called or w.qual in known.used)
+                self._definition(ctx, w, w.qual in called or known.uses(w.qual))
         for call, w in sorted(sites, key=lambda s: (s[0].lineno, s[0].col_offset)):
             self._call_site(ctx, call, w)
 
@@ -367,25 +369,31 @@ def _imported(ctx: PythonContext) -> dict[str, str]:
 
 
 def _repository_calls(
-    ctx: PythonContext, local: dict[str, Wrapper], reach: set[str]
+    ctx: PythonContext, local: dict[str, Wrapper], reach: set[str], callable_names: Collection[str]
 ) -> list[tuple[ast.Call, str]]:
     """Each call whose first name is one of `reach` (a name bound to a wrapper or to a module
     holding one, or a wrapper of this file), with its qualname (not a torch one), in
-    `ast.walk` order. Only the statements on lines spelling such a name are walked; with a
-    star import every line is (it hands on any name)."""
+    `ast.walk` order. Only the statements on lines spelling such a name are walked. A star
+    import hands on names the file does not spell in an import: then a call is also looked
+    at when its last name is one a wrapper is called by (`callable_names`, its name or a
+    name it is imported as: resolving through the index changes a last part only so)."""
     table = ctx.table
     star = bool(table.module_scope.star_modules)
-    lines = None if star else WholeWords(reach).lines(ctx.text)
+    words = (reach | set(callable_names)) if star else reach
     out = []
-    for node in walk_lines(ctx.tree, lines):
+    for node in walk_lines(ctx.tree, WholeWords(words).lines(ctx.text)):
         if type(node) is not ast.Call:
             continue
         func = node.func
         base = func
         while isinstance(base, ast.Attribute):
             base = base.value
-        if not isinstance(base, ast.Name) or (not star and base.id not in reach):
+        if not isinstance(base, ast.Name):
             continue
+        if base.id not in reach:
+            last = func.attr if isinstance(func, ast.Attribute) else base.id
+            if not star or last not in callable_names:
+                continue
         qual = ctx.qualname(func)
         if qual is None and isinstance(func, ast.Name) and func.id in local:
             if table.binding(func.id, table.scope_for(func)) is None:

@@ -649,14 +649,31 @@ class RepositoryWrappers:
         repository's re-exports."""
         for line in lines:
             for _, qual in self.index.imported(module, line):
-                if self.may_call(self.index.resolve(qual), text):
+                if self.may_reach(qual) and self.may_call(self.index.resolve(qual), text):
                     return True
         return False
 
     def reaches(self, qual: str) -> bool:
         """Whether `qual` (an imported name's qualname) is a wrapper or a module or package
         holding one, through the repository's re-exports."""
-        return bool(self.wrappers) and self.may_call(self.index.resolve(qual))
+        return self.may_reach(qual) and self.may_call(self.index.resolve(qual))
+
+    def may_reach(self, qual: str) -> bool:
+        """False when `qual` cannot resolve to a wrapper or to a module holding one: a name
+        resolves to another last part only through an index entry saying `as`, so its last
+        part must be one of theirs or a name one is imported as. Asked before resolving:
+        most imported names are none of them."""
+        return qual.rpartition(".")[2] in self._reachable_names
+
+    @functools.cached_property
+    def callable_names(self) -> frozenset[str]:
+        """The last names a call of a wrapper can spell: a wrapper's, or one it is imported as."""
+        return frozenset(_aliases(self.index, {q.rpartition(".")[2] for q in self.wrappers}))
+
+    @functools.cached_property
+    def _reachable_names(self) -> frozenset[str]:
+        names = {part for q in self.wrappers for part in q.split(".")}
+        return frozenset(_aliases(self.index, names))
 
     def may_call(self, target: str, text: Callable[[], str] | None = None) -> bool:
         """Whether a file importing `target` (a resolved name) may call a wrapper through
@@ -685,12 +702,18 @@ class RepositoryWrappers:
     def _holder_names(self) -> dict[str, re.Pattern[str]]:
         return {}
 
+    def uses(self, wrapper: str) -> bool:
+        """Whether a file calls or imports this wrapper (a qualname), through the re-exports
+        (asked only by a file that defines wrappers)."""
+        return wrapper in self._used
+
     @functools.cached_property
-    def used(self) -> frozenset[str]:
-        """What the files call or import, resolved through the re-exports (asked only by a
-        file that defines wrappers)."""
+    def _used(self) -> frozenset[str]:
+        # A name stands for a wrapper only if its last part is the wrapper's or one it is
+        # imported as: only those of the index are resolved.
+        names = _aliases(self.index, {q.rpartition(".")[2] for q in self.wrappers})
         resolve = self.index.resolve
-        return frozenset({*map(resolve, self.calls), *map(resolve, self.index.table.values())})
+        return frozenset({*map(resolve, self.calls), *map(resolve, self.index.values_named(names))})
 
     @functools.cached_property
     def _holders(self) -> frozenset[str]:

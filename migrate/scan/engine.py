@@ -19,6 +19,7 @@ from pathlib import Path, PurePosixPath
 from migrate.analysis import parsed as parse_once
 from migrate.analysis.pyscope import ScopeTable
 from migrate.analysis.repository_facts import KEYS_VERSION, NO_FACTS, FileFacts, RepositoryFacts
+from migrate.checks.base import PythonCheck
 from migrate.findings import FileError, Finding, ScanResult
 from migrate.registry import Rule, all_rules, select_codes
 from migrate.scan.cache import ResultCache, default_cache_folder, stat_key
@@ -324,18 +325,18 @@ class Scanner:
         )
         if not facts:
             return facts
+        # Only the checks that may ask to run again are asked, for each file.
+        askers = [c for c in self.checks.python if type(c).rerun is not PythonCheck.rerun]
         todo = []
         for job in jobs:
             r = results.get(job.display)
-            if not job.python or r is None or r.error:
+            if not askers or not job.python or r is None or r.error:
                 continue
             mine = FileFacts(r.facts) if r.parsed else None
             module = functools.partial(getattr, job, "module")
             text = _TextOf(job)
             codes = tuple(
-                c.code
-                for c in self.checks.python
-                if c.rerun(facts, mine, r.remembered, module, text=text)
+                c.code for c in askers if c.rerun(facts, mine, r.remembered, module, text=text)
             )
             if codes:
                 todo.append((job, self.exports or None, RepoPass(codes, None)))
