@@ -3,6 +3,7 @@ name of that module is looked up, and answers as if it had read them all first."
 
 from __future__ import annotations
 
+import ast
 import random
 
 from migrate.analysis.names import ImportIndex
@@ -77,3 +78,60 @@ def test_a_lookup_reads_only_the_modules_on_its_way():
     assert index.imported_as["to_torchscript"] == {"compile_model"}
     assert index.imported_as["compile_model"] == {"build"}
     assert index.modules_read == 4
+
+
+def _reading(node):
+    return (
+        None
+        if node is None
+        else (node.module, node.level, [(a.name, a.asname) for a in node.names])
+    )
+
+
+def test_from_lines_read_without_the_parser_read_as_the_parser_reads_them():
+    """The plain and parenthesised forms are read by pattern; every line, odd ones included,
+    gives what `ast.parse` gives (None where it refuses the line)."""
+    from migrate.analysis import names
+
+    def parser(line: str):
+        try:
+            node = ast.parse(line).body[0]
+        except (SyntaxError, ValueError, IndexError):
+            return None
+        return node if isinstance(node, ast.ImportFrom) else None
+
+    rng = random.Random(7)
+    tokens = ["from", "import", "(", ")", ",", "as", "a", "b", "x.y", ".", "..", "if", "#"]
+
+    def near_miss() -> str:
+        """A well-formed `from` line, one token of it sometimes replaced by another."""
+        items = [
+            rng.choice(["a", "b", "c as d", "e as if", "f g"]) for _ in range(rng.randint(1, 3))
+        ]
+        spelled = ", ".join(items) + rng.choice(["", ",", " ,"])
+        if rng.random() < 0.5:
+            spelled = f"( {spelled} )"
+        words = f"from {rng.choice(['a', 'x.y', '.', '..b', 'a..b'])} import {spelled}".split()
+        if rng.random() < 0.3:
+            words[rng.randrange(len(words))] = rng.choice(tokens)
+        return " ".join(words)
+
+    lines = {near_miss() for _ in range(10000)}
+    lines |= {" ".join(rng.choice(tokens) for _ in range(rng.randint(3, 10))) for _ in range(5000)}
+    lines |= {
+        "from a import (b, c,)",
+        "from a import ( b , c as d , )",
+        "from .. import ( b, )",
+        "from a import (,)",
+        "from a import (b,,)",
+        "from a import (b as if)",
+        "from a import (b)c",
+    }
+    plain = 0
+    for line in sorted(lines):
+        line = " ".join(line.split())
+        assert _reading(names._from_line(line)) == _reading(parser(line)), line
+        plain += bool(
+            names._PARENTHESISED_FROM.fullmatch(line) or names._PLAIN_FROM.fullmatch(line)
+        )
+    assert plain > 100  # the generated lines reach the patterns, not only the parser

@@ -137,30 +137,39 @@ class ImportIndex:
 
 _AS = re.compile(r"\bas\b")
 _PLAIN_FROM = re.compile(r"from (\.*)([\w.]*) import ([\w, ]+)")
+_PARENTHESISED_FROM = re.compile(r"from (\.*)([\w.]*) import \(([\w, ]+)\)")
 
 
 @functools.lru_cache(maxsize=16384)
 def _from_line(line: str) -> ast.ImportFrom | None:
     """One remembered `from` line's node (its spaces already collapsed to one); the same line
-    in many files is read once (the node is only read, never changed). The plain form
-    (`from pkg.mod import a, b as c`) is read without the parser, as it would read it."""
+    in many files is read once (the node is only read, never changed). The plain forms
+    (`from pkg.mod import a, b as c`, and in parentheses with a trailing comma) are read
+    without the parser, as it would read them."""
     plain = _PLAIN_FROM.fullmatch(line)
     if plain is not None:
         dots, module, names = plain.groups()
-        aliases = []
-        for item in names.split(","):
-            words = item.split()
-            if len(words) == 3 and words[1] == "as":
-                name, asname = words[0], words[2]
-            elif len(words) == 1:
-                name, asname = words[0], None
-            else:
-                return _parsed_from_line(line)
-            if not all(_identifier(w) for w in (name, asname) if w is not None):
-                return _parsed_from_line(line)
-            aliases.append(ast.alias(name=name, asname=asname))
-        if (module or dots) and all(_identifier(p) for p in module.split(".") if module):
-            return ast.ImportFrom(module=module or None, names=aliases, level=len(dots))
+    else:
+        plain = _PARENTHESISED_FROM.fullmatch(line)
+        if plain is None:
+            return _parsed_from_line(line)
+        dots, module, names = plain.groups()
+        names = names.strip()
+        names = names[:-1] if names.endswith(",") else names  # one trailing comma is allowed
+    aliases = []
+    for item in names.split(","):
+        words = item.split()
+        if len(words) == 3 and words[1] == "as":
+            name, asname = words[0], words[2]
+        elif len(words) == 1:
+            name, asname = words[0], None
+        else:
+            return _parsed_from_line(line)
+        if not all(_identifier(w) for w in (name, asname) if w is not None):
+            return _parsed_from_line(line)
+        aliases.append(ast.alias(name=name, asname=asname))
+    if (module or dots) and all(_identifier(p) for p in module.split(".") if module):
+        return ast.ImportFrom(module=module or None, names=aliases, level=len(dots))
     return _parsed_from_line(line)
 
 

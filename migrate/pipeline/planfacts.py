@@ -45,18 +45,21 @@ def build_scan_facts(
     results: Mapping[str, _Hints],
     repository_facts: RepositoryFacts = NO_FACTS,
     wrappers_told: bool = False,
+    texts: SourceTexts | None = None,
 ) -> RepoFacts:
     """RepoFacts over the scan's Python files, with the hints of the files it parsed and
-    what its repository pass merged (`wrappers_told`: the wrapper rule was among its rules)."""
+    what its repository pass merged (`wrappers_told`: the wrapper rule was among its rules);
+    `texts`: the files already read (else each is read here)."""
     from migrate.facts import SourceFile, build_facts
 
+    read = texts.result() if texts is not None else {}
     sources = []
     for job in jobs:
         if not job.python:
             continue
-        try:
-            text = decode_source(job.read())
-        except (OSError, Skipped, UnicodeDecodeError, SyntaxError, LookupError):
+        known = read.get(job.display)
+        text, module, script_dir = known if known is not None else _read(job)
+        if text is None:
             continue
         seen = results.get(job.display)
         hinted = seen is not None and seen.parsed  # the scan's hints, where it parsed
@@ -64,14 +67,46 @@ def build_scan_facts(
         sources.append(
             SourceFile(
                 job.display,
-                job.module,
+                module,
                 text,
                 no_makers=no_makers,
                 no_sites=no_sites,
-                script_dir=job.script_dir,
+                script_dir=script_dir,
             )
         )
     return build_facts(sources, repository_facts, wrappers_told)
+
+
+def _read(job: _Job) -> tuple[str | None, str, str]:
+    """(text, module, script folder) of a Python file; no text when it cannot be read."""
+    try:
+        text = decode_source(job.read())
+    except (OSError, Skipped, UnicodeDecodeError, SyntaxError, LookupError):
+        return None, "", ""
+    return text, job.module, job.script_dir
+
+
+class SourceTexts:
+    """The Python files' texts, read on a thread while a process pool runs phase 1 (this
+    process only waits for its workers then): the facts, built after it, read every file,
+    and reading them was a fifth of their time."""
+
+    def __init__(self, jobs: Iterable[_Job]) -> None:
+        self._texts: dict[str, tuple[str | None, str, str]] = {}
+        self._thread = threading.Thread(
+            target=self._read_all, args=(list(jobs),), name="migrate-texts", daemon=True
+        )
+        self._thread.start()
+
+    def _read_all(self, jobs: list[_Job]) -> None:
+        for job in jobs:
+            if job.python:
+                self._texts[job.display] = _read(job)
+
+    def result(self) -> dict[str, tuple[str | None, str, str]]:
+        """{display: (text, module, script folder)}, once every file is read."""
+        self._thread.join()
+        return self._texts
 
 
 class _Hint(NamedTuple):
@@ -93,13 +128,14 @@ class BackgroundFacts:
         results: Mapping[str, _Hints],
         repository_facts: RepositoryFacts = NO_FACTS,
         wrappers_told: bool = False,
+        texts: SourceTexts | None = None,
     ) -> None:
         hints = {k: _Hint(r.parsed, r.no_makers, r.no_sites) for k, r in results.items()}
         self._facts: RepoFacts | None = None
         self._error: BaseException | None = None
         self._thread = threading.Thread(
             target=self._build,
-            args=(list(jobs), hints, repository_facts, wrappers_told),
+            args=(list(jobs), hints, repository_facts, wrappers_told, texts),
             name="migrate-facts",
             daemon=True,
         )
@@ -111,9 +147,10 @@ class BackgroundFacts:
         hints: dict[str, _Hint],
         repository_facts: RepositoryFacts,
         wrappers_told: bool,
+        texts: SourceTexts | None,
     ) -> None:
         try:
-            self._facts = build_scan_facts(jobs, hints, repository_facts, wrappers_told)
+            self._facts = build_scan_facts(jobs, hints, repository_facts, wrappers_told, texts)
         except BaseException as exc:  # raised where the facts are asked for
             self._error = exc
 

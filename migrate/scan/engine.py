@@ -4,7 +4,8 @@ Phase 1 analyses every file whose text can hold a finding. Names that a file imp
 another module of the same repository are resolved afterwards: files that import a
 re-exported torch.jit name are analysed again with the repository's export table (rare).
 What is done to each file is `workers`, here or in a process pool; one file's analysis is
-`file_analysis`.
+`file_analysis`; the repository pass (checks judging files again with the whole repository's
+facts) is `repository_pass`.
 """
 
 from __future__ import annotations
@@ -15,11 +16,11 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 from migrate.analysis import parsed as parse_once
 from migrate.analysis.pyscope import ScopeTable
-from migrate.analysis.repository_facts import KEYS_VERSION, NO_FACTS, FileFacts, RepositoryFacts
-from migrate.checks.base import PythonCheck
+from migrate.analysis.repository_facts import KEYS_VERSION, NO_FACTS, RepositoryFacts
 from migrate.findings import FileError, Finding, ScanResult
 from migrate.registry import Rule, all_rules, select_codes
 from migrate.scan.cache import ResultCache, default_cache_folder, stat_key
@@ -28,7 +29,6 @@ from migrate.scan.discover import (
     DEFAULT_MAX_FILE_SIZE,
     Skipped,
     SourceFile,
-    decode_source,
     discover,
     read_source,
 )
@@ -40,6 +40,7 @@ from migrate.scan.reexports import (
     imports_module,
     outside_exports,
 )
+from migrate.scan.repository_pass import Changed, PassInputs, merged_facts, pass_over_span
 from migrate.scan.workers import (
     WORKER_STATE,
     FileJob,
@@ -51,6 +52,9 @@ from migrate.scan.workers import (
     run_job,
     worker_init,
 )
+
+if TYPE_CHECKING:  # a pool's module is imported only by a scan that starts one
+    from concurrent.futures import Executor
 
 PARALLEL_THRESHOLD = 48  # below this many parsed files a process pool costs more than it saves
 # Source bytes a scan parses in its own process before a pool may take the rest, and the
@@ -177,27 +181,15 @@ class Scanner:
     ) -> list[FileResult]:
         """Run the jobs in a pool of `workers` processes (this process waits); results in the
         jobs' order."""
+        self._pool_ran = True
         size = max(4, len(work) // (workers * 16))
         batches = [work[i : i + size] for i in range(0, len(work), size)]
         results: list[FileResult] = []
-        from concurrent.futures import ProcessPoolExecutor  # only a pool's scans pay for it
-
-        # The workers are forked from this process, trees it kept included: frozen, those
-        # are never walked by a worker's collector (nor copied page by page as it marks them).
-        parse_once.freeze()
-        with ProcessPoolExecutor(
-            max_workers=workers,
-            initializer=pool_worker_init,
-            initargs=(
-                self.codes,
-                self.check_options,
-                self.options.per_file_ignores,
-                repo_facts,
-                self.hints,
-            ),
-        ) as pool:
+        with self._pool(workers, repo_facts) as pool:
             for batch_result in pool.map(run_batch, batches):
                 results.extend(batch_result)
+                if repo_facts is None:
+                    self.results_arrive(batch_result)
                 if self.progress:
                     self.progress(len(batch_result))
         return results
@@ -226,6 +218,7 @@ class Scanner:
             results, self.exports, self.repo_facts, self.kept = final
             return self._collect(jobs, results, missing)
         self._outside_read: list[str] = []
+        self._pool_ran = False
         results: dict[str, FileResult] = {}
         todo = []
         for job in jobs:
@@ -261,6 +254,10 @@ class Scanner:
             (results, self.exports, self.repo_facts, list(findings)),
         )
         cache.save()
+
+    def results_arrive(self, results: list[FileResult]) -> None:
+        """Phase 1's results as a pool's workers send them (this process only waits for them
+        meanwhile): a pipeline may start work of its own here."""
 
     def repository_pass_starts(
         self, results: dict[str, FileResult], repository_facts: RepositoryFacts
@@ -318,67 +315,71 @@ class Scanner:
         return analyze_loaded(self.jobs[display], text, self.exports or None, repo=repo).findings
 
     def _repo_pass(self, jobs: list[FileJob], results: dict[str, FileResult]) -> RepositoryFacts:
-        """Checks whose findings depend on other files (`PythonCheck.rerun`) run again, alone,
-        on the files they select, with the facts of the whole repository."""
-        facts = RepositoryFacts.merge(
-            (r.facts for r in results.values()), self._remembered(jobs, results)
-        )
+        """Checks whose findings depend on other files (`PythonCheck.rerun`) judge again, alone,
+        the files they select, with the facts of the whole repository (scan.repository_pass).
+        In a scan whose phase 1 needed a pool, the pass's pool workers pick the files too."""
+        facts = merged_facts(jobs, results)
         if not facts:
             return facts
-        # Only the checks that may ask to run again are asked, for each file.
-        askers = [c for c in self.checks.python if type(c).rerun is not PythonCheck.rerun]
+        inputs = PassInputs(jobs, results, facts, self.checks, self.exports or None)
+        if self._pool_ran and self._workers(len(jobs)) > 1 and inputs.askers:
+            for display, findings, parsed in self._pass_in_pool(inputs):
+                results[display] = replace(results[display], findings=findings, parsed=parsed)
+            return facts
         todo = []
         for job in jobs:
-            r = results.get(job.display)
-            if not askers or not job.python or r is None or r.error:
-                continue
-            mine = FileFacts(r.facts) if r.parsed else None
-            module = functools.partial(getattr, job, "module")
-            text = _TextOf(job)
-            codes = tuple(
-                c.code for c in askers if c.rerun(facts, mine, r.remembered, module, text=text)
-            )
-            if codes:
-                todo.append((job, self.exports or None, RepoPass(codes, None)))
-        todo = [item for item in todo if not self._settled(item[0], item[2], facts, results)]
-        rerun = {job.display: set(p.codes or ()) for job, _, p in todo}
+            codes = inputs.codes_for(job)
+            if codes and not self._settled(inputs, job, codes):
+                todo.append((job, inputs.exports, RepoPass(codes, None)))
         busy = self._workers(len(todo)) > 1 and self.repository_pass_starts(results, facts)
-        for new in self._execute(todo, facts, busy=busy):
-            old = results[new.path]
-            if new.error:  # phase 1 skipped or reported this file; keep its verdict
-                continue
-            kept = [f for f in old.findings if f.rule not in rerun[new.path]]
-            findings = sorted(kept + new.findings, key=lambda f: (f.line, f.column))
-            results[new.path] = replace(old, findings=findings, parsed=True)
+        for (job, _, repo), new in zip(todo, self._execute(todo, facts, busy=busy), strict=True):
+            results[job.display] = inputs.analysed_again(job, repo.codes or (), new)
         return facts
 
-    @staticmethod
-    def _remembered(
-        jobs: list[FileJob], results: dict[str, FileResult]
-    ) -> Iterator[tuple[str, set[str]]]:
-        """(module, `remember` words) of each file the prefilter skipped."""
-        for job in jobs:
-            r = results.get(job.display)
-            if job.python and r is not None and r.remembered and not r.parsed:
-                yield job.module, r.remembered
+    def _settled(self, inputs: PassInputs, job: FileJob, codes: tuple[str, ...]) -> bool:
+        """Whether the checks to run again on this file settle its findings from their phase-1
+        variants (PythonCheck.settle) instead: then they are replaced here."""
+        result = inputs.settled(job, codes)
+        if result is not None:
+            inputs.results[job.display] = result
+        return result is not None
 
-    def _settled(self, job: FileJob, repo: RepoPass, facts: RepositoryFacts, results: dict) -> bool:
-        """Whether the checks to run again on this file can settle its findings from their
-        phase-1 variants (PythonCheck.settle) instead: then they are replaced here."""
-        old = results[job.display]
-        settled: dict[str, list[Finding]] = {}
-        for code in repo.codes or ():
-            variants = old.variants.get(code)
-            found = self.checks.python_check(code).settle(variants, facts) if variants else None
-            if found is None:
-                return False
-            settled[code] = found
-        kept = [f for f in old.findings if f.rule not in settled]
-        new = [f for found in settled.values() for f in found]
-        results[job.display] = replace(
-            old, findings=sorted(kept + new, key=lambda f: (f.line, f.column))
+    def _pool(
+        self, workers: int, repo_facts: RepositoryFacts | None, inputs: PassInputs | None = None
+    ) -> Executor:
+        """A pool of `workers` processes forked from this one, trees it kept included: frozen,
+        those are never walked by a worker's collector (nor copied page by page as it marks
+        them). `inputs`: a repository pass's, for its workers."""
+        from concurrent.futures import ProcessPoolExecutor  # only a pool's scans pay for it
+
+        parse_once.freeze()
+        return ProcessPoolExecutor(
+            max_workers=workers,
+            initializer=pool_worker_init,
+            initargs=(
+                self.codes,
+                self.check_options,
+                self.options.per_file_ignores,
+                repo_facts,
+                self.hints,
+                inputs,
+            ),
         )
-        return True
+
+    def _pass_in_pool(self, inputs: PassInputs) -> Iterator[Changed]:
+        """The pass in a pool forked now, with phase 1's results in it: each worker picks,
+        settles and analyses again the files of its spans of jobs. The pipeline's own work
+        beside it (`repository_pass_starts`) starts once the workers are forked."""
+        workers = self._workers(len(inputs.jobs))
+        size = max(16, len(inputs.jobs) // (workers * 16))
+        spans = [(i, min(i + size, len(inputs.jobs))) for i in range(0, len(inputs.jobs), size)]
+        with self._pool(workers, inputs.facts, inputs) as pool:
+            changed = pool.map(pass_over_span, spans)
+            self.repository_pass_starts(inputs.results, inputs.facts)
+            for span_changed in changed:
+                yield from span_changed
+                if self.progress:
+                    self.progress(len(span_changed))
 
     def _read_exports(self, root: str, path: str, module: str, package: bool) -> ExportTable | None:
         """A module outside the scanned paths: its export table (None when unreadable)."""
@@ -425,24 +426,6 @@ class Scanner:
             for r in self._execute(todo):
                 results[r.path] = r
         return resolved
-
-
-class _TextOf:
-    """A file's text, read again on the first call (empty when it can no longer be read: it
-    was read in phase 1, and the repository pass then leaves it as phase 1 found it)."""
-
-    __slots__ = ("job", "text")
-
-    def __init__(self, job: FileJob) -> None:
-        self.job, self.text = job, None
-
-    def __call__(self) -> str:
-        if self.text is None:
-            try:
-                self.text = decode_source(self.job.read())
-            except (OSError, Skipped, UnicodeDecodeError, SyntaxError, LookupError):
-                self.text = ""
-        return self.text
 
 
 def _tree_fingerprint(jobs: list[FileJob]) -> tuple:

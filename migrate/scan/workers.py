@@ -111,11 +111,15 @@ def pool_worker_init(
     per_file_ignores: dict,
     repo_facts: RepositoryFacts | None,
     hints: Callable | None = None,
+    repository_pass: object = None,
 ) -> None:
     gc.set_threshold(*_SCAN_GC_THRESHOLDS)  # a worker process only ever scans
     parse_once.keep_trees(False)  # each file of its batches is analysed here once
     worker_init(codes, options, per_file_ignores, hints)
     WORKER_STATE["repo_facts"] = repo_facts
+    # A repository pass's inputs (scan.repository_pass.PassInputs): inherited by a forked
+    # worker, never copied.
+    WORKER_STATE["pass"] = repository_pass
 
 
 def worker_init(
