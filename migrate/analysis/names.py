@@ -25,14 +25,14 @@ class ImportIndex:
         for item in reexports:
             name, _, qual = item.partition("=")
             self._table[name] = qual
-        # The skipped files' `from` lines by module, read when a name of that module is first
-        # looked up: tens of thousands of lines, of which a scan follows a few.
-        self._pending: dict[str, list[str]] = {}
+        # The skipped files' remembered words by module (their `from` lines among them), read
+        # when a name of that module is first looked up: tens of thousands of lines, of which
+        # a scan follows a few.
+        self._pending: dict[str, Collection[str]] = {}
         self.modules_read = 0  # of the remembered modules (a count for tests)
         for module, lines in remembered:
-            froms = [line for line in lines if line.startswith("from")]
-            if froms:
-                self._pending.setdefault(module, []).extend(froms)
+            known = self._pending.get(module)
+            self._pending[module] = lines if known is None else [*known, *lines]
 
     @property
     def table(self) -> dict[str, str]:
@@ -47,8 +47,9 @@ class ImportIndex:
             return
         self.modules_read += 1
         for line in lines:
-            for local, qual in self.imported(module, line):
-                self._table.setdefault(f"{module}.{local}", qual)
+            if line.startswith("from"):
+                for local, qual in self.imported(module, line):
+                    self._table.setdefault(f"{module}.{local}", qual)
 
     def _get(self, name: str) -> str | None:
         found = self._table.get(name)
@@ -64,7 +65,11 @@ class ImportIndex:
         lines spelling one of them read first)."""
         if self._pending and names:
             spelled = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(names))) + r")\b")
-            hits = [m for m, lines in self._pending.items() if spelled.search("\n".join(lines))]
+            hits = []
+            for module, lines in self._pending.items():
+                text = "\n".join(lines)
+                if any(name in text for name in names) and spelled.search(text):
+                    hits.append(module)  # a substring test first: most spell none
             for module in hits:
                 self._load(module)
         return [qual for qual in self._table.values() if qual.rpartition(".")[2] in names]
@@ -105,7 +110,7 @@ class ImportIndex:
             add(name, qual)
         for module, lines in self._pending.items():
             for line in lines:
-                if _AS.search(line):
+                if line.startswith("from") and _AS.search(line):
                     for local, qual in self.imported(module, line):
                         add(local, qual)
         return found

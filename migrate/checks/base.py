@@ -369,6 +369,10 @@ class PythonCheck(Check):
         """
         return False
 
+    def prepare_pass(self, repo: RepositoryFacts) -> None:
+        """Build, once, what `rerun` reads of the repository's merged facts, before the pass
+        starts (the workers of a pooled pass, forked after, inherit it)."""
+
     def settle(
         self, variants: Mapping[frozenset[str], list[Finding]], repo: RepositoryFacts
     ) -> list[Finding] | None:

@@ -44,6 +44,11 @@ class RepositoryWrapperCall(PythonCheck):
     remember = r"[ \t]*(from[ \t]+[.\w]+[ \t]+import[ \t]+(?:\([^)]*\)|[^\n#;]+))"
     remember_words = ("import",)
 
+    def prepare_pass(self, repo: RepositoryFacts) -> None:
+        known = repository_wrappers(repo)
+        if known.wrappers:
+            known.prepare()
+
     def rerun(
         self,
         repo: RepositoryFacts,

@@ -658,6 +658,10 @@ class RepositoryWrappers:
         holding one, through the repository's re-exports."""
         return self.may_reach(qual) and self.may_call(self.index.resolve(qual))
 
+    def prepare(self) -> None:
+        """Compute the structures every question about these wrappers reads."""
+        _ = self.callable_names, self._reachable_names, self._holders
+
     def may_reach(self, qual: str) -> bool:
         """False when `qual` cannot resolve to a wrapper or to a module holding one: a name
         resolves to another last part only through an index entry saying `as`, so its last
@@ -711,9 +715,10 @@ class RepositoryWrappers:
     def _used(self) -> frozenset[str]:
         # A name stands for a wrapper only if its last part is the wrapper's or one it is
         # imported as: only those of the index are resolved.
-        names = _aliases(self.index, {q.rpartition(".")[2] for q in self.wrappers})
+        names = self.callable_names
+        spelled = [q for q in self.calls if q.rpartition(".")[2] in names]
         resolve = self.index.resolve
-        return frozenset({*map(resolve, self.calls), *map(resolve, self.index.values_named(names))})
+        return frozenset({*map(resolve, spelled), *map(resolve, self.index.values_named(names))})
 
     @functools.cached_property
     def _holders(self) -> frozenset[str]:

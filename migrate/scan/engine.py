@@ -323,6 +323,7 @@ class Scanner:
             return facts
         inputs = PassInputs(jobs, results, facts, self.checks, self.exports or None)
         if self._pool_ran and self._workers(len(jobs)) > 1 and inputs.askers:
+            inputs.prepare()
             for display, findings, parsed in self._pass_in_pool(inputs):
                 results[display] = replace(results[display], findings=findings, parsed=parsed)
             return facts

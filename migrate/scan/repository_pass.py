@@ -56,6 +56,11 @@ class PassInputs:
         """The checks that may ask to run again (the others never do)."""
         return [c for c in self.checks.python if type(c).rerun is not PythonCheck.rerun]
 
+    def prepare(self) -> None:
+        """What every pick reads of the merged facts, built once (a forked worker inherits it)."""
+        for check in self.askers:
+            check.prepare_pass(self.facts)
+
     def codes_for(self, job: FileJob) -> tuple[str, ...]:
         """The checks that ask to judge this file again."""
         r = self.results.get(job.display)
