@@ -321,6 +321,7 @@ def torchscript_use(ctx: PythonContext, call: ast.Call, target: str | None) -> s
     spelled = {target} if target else set()
     # A local name is read in its function; `self.x` or a module-level name, anywhere.
     local = target is not None and target.isidentifier() and enclosing_function(ctx, call)
+    with_call = spelled | {ctx.source(call)}
     for node in ast.walk(local or ctx.tree):
         if isinstance(node, ast.Attribute) and node.attr in TORCHSCRIPT_ATTRIBUTES:
             if node.value is call or (spelled and ctx.source(node.value).strip() in spelled):
@@ -328,14 +329,14 @@ def torchscript_use(ctx: PythonContext, call: ast.Call, target: str | None) -> s
                     continue
                 return f"`.{node.attr}` on line {node.lineno}"
         elif isinstance(node, ast.Call) and node.args:
-            passed = _passed_totorchscript_use(ctx, node, spelled | {ctx.source(call)})
+            passed = _passed_totorchscript_use(ctx, node, with_call)
             if passed is not None and any(
                 a is call or ctx.source(a).strip() in spelled for a in node.args
             ):
                 return passed
             first = node.args[0]
-            qual = ctx.qualname(node.func)
-            if first is call or (spelled and ctx.source(first).strip() in spelled):
+            if first is call or (spelled and _spells(ctx, first, spelled)):
+                qual = ctx.qualname(node.func)
                 if qual in TORCHSCRIPT_CONSUMERS:
                     return f"`{qual.rsplit('.', 1)[-1]}` on line {node.lineno}"
                 if isinstance(node.func, ast.Name) and node.func.id == "isinstance":
@@ -348,6 +349,14 @@ def torchscript_use(ctx: PythonContext, call: ast.Call, target: str | None) -> s
                     if any(n in TORCHSCRIPT_TYPES for n in names):
                         return f"`isinstance` on line {node.lineno}"
     return None
+
+
+def _spells(ctx: PythonContext, node: ast.expr, spelled: set[str]) -> bool:
+    """Whether `node` is written as one of `spelled` (what a capture is assigned to: a name,
+    an attribute or a subscript; no other expression is written so)."""
+    if isinstance(node, ast.Name):
+        return node.id in spelled
+    return isinstance(node, (ast.Attribute, ast.Subscript)) and ctx.source(node).strip() in spelled
 
 
 def _passed_totorchscript_use(ctx: PythonContext, node: ast.Call, spelled: set[str]) -> str | None:

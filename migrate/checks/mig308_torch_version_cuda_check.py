@@ -129,7 +129,13 @@ class TorchVersionCudaCheck(PythonCheck):
 
     def _flips(self, ctx: PythonContext, node: ast.expr) -> str | None:
         """The subject kind when the test is true on the 12.8 wheels and not on the target's."""
-        kinds = {k for n in ast.walk(node) if (k := self._kind(ctx, n))}  # type: ignore[arg-type]
+        names = [n for n in ast.walk(node) if isinstance(n, (ast.Name, ast.Attribute))]
+        # A subject is spelled with a name its module's table knows for it (a line saying
+        # `"cuda"` or `x.is_cuda` holds none): only then is each name resolved.
+        words = ctx.shared("mig308.subject_spellings", lambda: _subject_spellings(ctx))
+        if not any((n.id if type(n) is ast.Name else n.attr) in words for n in names):
+            return None
+        kinds = {k for n in names if (k := self._kind(ctx, n))}  # type: ignore[arg-type]
         if len(kinds) != 1:
             return None
         new = {"cuda": self.target, "version": f"2.13.0+{_cuda.TAGS[self.target]}"}
@@ -176,3 +182,8 @@ class TorchVersionCudaCheck(PythonCheck):
         kind = self._flips(ctx, node)  # type: ignore[arg-type]
         if kind is not None:
             self._report(ctx, node, kind)
+
+
+def _subject_spellings(ctx: PythonContext) -> set[str]:
+    """The names a subject can be written with in this module (ScopeTable.spellings)."""
+    return ctx.table.spellings(frozenset(SUBJECTS))
