@@ -46,12 +46,23 @@ def checked_stat(
 ) -> os.stat_result:
     """The stat of a file that may be read, or Skipped: it must be a regular file (after
     symlinks) of at most `max_size` bytes, and, with `confine` (a real folder path), a
-    symlink must point inside that folder. OSError when it cannot be stat'ed."""
+    symlink (the file, or a folder above it: git lists a file under a folder that became a
+    symlink) must point inside that folder. OSError when it cannot be stat'ed. One realpath
+    per folder, one lstat per file (and a stat and a realpath for a symlink)."""
+    path = os.fspath(path)
     if confine is not None:
-        real = _outside(os.fspath(path), confine)
-        if real is not None:
-            raise Skipped(f"symlink to {real}, outside the tree")
-    st = os.stat(path)
+        folder = _real_folder(os.path.dirname(os.path.abspath(path)))
+        if not _under(folder, confine):
+            raise Skipped(
+                f"symlink to {os.path.join(folder, os.path.basename(path))}, outside the tree"
+            )
+    st = os.lstat(path)
+    if stat.S_ISLNK(st.st_mode):
+        if confine is not None:
+            real = os.path.realpath(path)
+            if not _under(real, confine):
+                raise Skipped(f"symlink to {real}, outside the tree")
+        st = os.stat(path)
     if not stat.S_ISREG(st.st_mode):
         raise Skipped(f"not a regular file ({_kind(st.st_mode)})")
     if st.st_size > max_size:
@@ -66,17 +77,6 @@ def _under(real: str, root: str) -> bool:
 @functools.lru_cache(maxsize=4096)
 def _real_folder(folder: str) -> str:
     return os.path.realpath(folder)
-
-
-def _outside(path: str, confine: str) -> str | None:
-    """The real path of `path` when a symlink (the file, or a folder above it: git lists a
-    file under a folder that became a symlink) takes it out of `confine`, else None. One
-    realpath per folder, an lstat per file."""
-    folder = _real_folder(os.path.dirname(os.path.abspath(path)))
-    real = os.path.join(folder, os.path.basename(path))
-    if _under(folder, confine) and os.path.islink(path):
-        real = os.path.realpath(path)
-    return None if _under(real, confine) else real
 
 
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
@@ -102,11 +102,12 @@ def read_checked(
             raise Skipped(f"not a regular file ({_kind(st.st_mode)})")
         chunks, left = [], max_size + 1
         while left > 0:
-            chunk = os.read(fd, min(left, 1 << 20))
-            if not chunk:
-                break
+            want = min(left, 1 << 20)
+            chunk = os.read(fd, want)
             chunks.append(chunk)
             left -= len(chunk)
+            if len(chunk) < want:  # a regular file reads short only at its end
+                break
     finally:
         os.close(fd)
     data = b"".join(chunks)

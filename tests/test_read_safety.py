@@ -266,3 +266,29 @@ def test_the_hooks_pass_only_files_some_rule_reads():
         matched = [n for n in names + not_matched if pattern.search(n)]
         assert matched == names, hook["id"]
         assert [n for n in matched if not _some_rule_reads(Path(n))] == [], hook["id"]
+
+
+def test_a_checked_read_of_a_plain_file_costs_one_lstat_and_one_read(tmp_path, monkeypatch):
+    """Every file of a tree is read through here, twice on a large one: a regular file takes
+    one lstat (no stat after it) and one read that comes back short at its end; a symlink
+    inside the tree is followed with one stat more, and still read whole."""
+    from migrate import safe_read
+
+    (tmp_path / "big.py").write_bytes(b"x = 1\n" * 50_000)  # 300 kB, under one chunk
+    (tmp_path / "link.py").symlink_to(tmp_path / "big.py")
+    root = str(tmp_path.resolve())
+    safe_read.read_checked(str(tmp_path / "big.py"), confine=root)  # the folder's realpath
+    calls: list[str] = []
+    for name in ("lstat", "stat", "read"):
+        original = getattr(safe_read.os, name)
+
+        def counting(*args, _name=name, _original=original, **kwargs):
+            calls.append(_name)
+            return _original(*args, **kwargs)
+
+        monkeypatch.setattr(safe_read.os, name, counting)
+    data = safe_read.read_checked(str(tmp_path / "big.py"), confine=root)
+    assert len(data) == 300_000 and calls == ["lstat", "read"]
+    calls.clear()
+    assert safe_read.read_checked(str(tmp_path / "link.py"), confine=root) == data
+    assert calls.count("stat") == 1 and calls.count("read") == 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from bisect import bisect_left
 from collections.abc import Iterable
 from pathlib import PurePosixPath
 
@@ -88,6 +89,8 @@ class CheckSet:
         self._reachable += [p.split("*")[0] for p, code in self._patterns if code in self._enabled]
         # Pattern heads end inside a name (torch._C._jit_*): their last segment is partial.
         self._partial_heads = {p.split("*")[0] for p, _ in self._patterns}
+        self._reachable_sorted = sorted(set(self._reachable))
+        self._reachable_set = frozenset(self._reachable)
 
     def remembered(self, text: str) -> set[str]:
         """The words the checks' `remember` patterns capture at a line's start of a file the
@@ -141,11 +144,21 @@ class CheckSet:
         key = (qual, extra)
         found = self._reach.get(key)
         if found is None:
-            found = any(s.startswith(qual) or qual.startswith(s) for s in self._reachable) or any(
+            found = self._meets_reachable(qual) or any(
                 s.startswith(qual) or qual.startswith(s) for s in extra
             )
             self._reach[key] = found
         return found
+
+    def _meets_reachable(self, qual: str) -> bool:
+        """Whether a reachable symbol starts with `qual`, or `qual` starts with one: the first
+        by the symbols' order, the second by each of `qual`'s prefixes (thousands of symbols,
+        asked for each name a file imports)."""
+        symbols = self._reachable_sorted
+        at = bisect_left(symbols, qual)
+        if at < len(symbols) and symbols[at].startswith(qual):
+            return True
+        return any(qual[:end] in self._reachable_set for end in range(len(qual) + 1))
 
     def chain_words(self, qual: str, extra: tuple[str, ...] = ()) -> tuple[str, ...] | None:
         """What a statement must spell to hold a reference that starts with a name bound to
