@@ -73,11 +73,8 @@ def test_the_background_facts_carry_the_merged_facts_the_pass_reads(monkeypatch)
     scanner = Scanner(ScanOptions(cache=False, jobs=2))
     scanner.scan([REPOS / "wrappers"])
     assert len(started) == 1
-    _, (jobs, _results, repository_facts, wrappers_told, texts) = started[0]
+    _, (_jobs, _results, repository_facts, wrappers_told) = started[0]
     assert repository_facts is scanner.repo_facts and wrappers_told
-    # Phase 1 ran in the pool and its findings needed facts: the texts were read meanwhile.
-    assert texts is not None
-    assert set(texts.result()) == {job.display for job in jobs if job.python}
     facts = scanner.facts()
     assert facts is started[0][0].result()
     assert facts.repository_facts is scanner.repo_facts

@@ -45,20 +45,16 @@ def build_scan_facts(
     results: Mapping[str, _Hints],
     repository_facts: RepositoryFacts = NO_FACTS,
     wrappers_told: bool = False,
-    texts: SourceTexts | None = None,
 ) -> RepoFacts:
     """RepoFacts over the scan's Python files, with the hints of the files it parsed and
-    what its repository pass merged (`wrappers_told`: the wrapper rule was among its rules);
-    `texts`: the files already read (else each is read here)."""
+    what its repository pass merged (`wrappers_told`: the wrapper rule was among its rules)."""
     from migrate.facts import SourceFile, build_facts
 
-    read = texts.result() if texts is not None else {}
     sources = []
     for job in jobs:
         if not job.python:
             continue
-        known = read.get(job.display)
-        text, module, script_dir = known if known is not None else _read(job)
+        text, module, script_dir = _read(job)
         if text is None:
             continue
         seen = results.get(job.display)
@@ -86,29 +82,6 @@ def _read(job: _Job) -> tuple[str | None, str, str]:
     return text, job.module, job.script_dir
 
 
-class SourceTexts:
-    """The Python files' texts, read on a thread while a process pool runs phase 1 (this
-    process only waits for its workers then): the facts, built after it, read every file,
-    and reading them was a fifth of their time."""
-
-    def __init__(self, jobs: Iterable[_Job]) -> None:
-        self._texts: dict[str, tuple[str | None, str, str]] = {}
-        self._thread = threading.Thread(
-            target=self._read_all, args=(list(jobs),), name="migrate-texts", daemon=True
-        )
-        self._thread.start()
-
-    def _read_all(self, jobs: list[_Job]) -> None:
-        for job in jobs:
-            if job.python:
-                self._texts[job.display] = _read(job)
-
-    def result(self) -> dict[str, tuple[str | None, str, str]]:
-        """{display: (text, module, script folder)}, once every file is read."""
-        self._thread.join()
-        return self._texts
-
-
 class _Hint(NamedTuple):
     parsed: bool
     no_makers: bool
@@ -128,14 +101,13 @@ class BackgroundFacts:
         results: Mapping[str, _Hints],
         repository_facts: RepositoryFacts = NO_FACTS,
         wrappers_told: bool = False,
-        texts: SourceTexts | None = None,
     ) -> None:
         hints = {k: _Hint(r.parsed, r.no_makers, r.no_sites) for k, r in results.items()}
         self._facts: RepoFacts | None = None
         self._error: BaseException | None = None
         self._thread = threading.Thread(
             target=self._build,
-            args=(list(jobs), hints, repository_facts, wrappers_told, texts),
+            args=(list(jobs), hints, repository_facts, wrappers_told),
             name="migrate-facts",
             daemon=True,
         )
@@ -147,10 +119,9 @@ class BackgroundFacts:
         hints: dict[str, _Hint],
         repository_facts: RepositoryFacts,
         wrappers_told: bool,
-        texts: SourceTexts | None,
     ) -> None:
         try:
-            self._facts = build_scan_facts(jobs, hints, repository_facts, wrappers_told, texts)
+            self._facts = build_scan_facts(jobs, hints, repository_facts, wrappers_told)
         except BaseException as exc:  # raised where the facts are asked for
             self._error = exc
 

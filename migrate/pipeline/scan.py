@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from migrate.analysis.repository_facts import RepositoryFacts
 from migrate.checks.export.apis import LOAD_RULE, SAVE_RULE, SCRIPT_RULE
 from migrate.findings import Finding, ScanResult
-from migrate.pipeline.planfacts import BackgroundFacts, SourceTexts, build_scan_facts, file_hints
+from migrate.pipeline.planfacts import BackgroundFacts, build_scan_facts, file_hints
 from migrate.plan.fixplan import needs_facts, plan_fixes
 from migrate.plan.units import WITH_UNSAFE
 from migrate.registry import code_with
@@ -47,15 +47,8 @@ class PlannedScanner(Scanner):
     def scan(self, paths: Iterable[str | Path]) -> ScanResult:
         self._facts = None
         self._background: BackgroundFacts | None = None
-        self._texts: SourceTexts | None = None
         with rare_collections():
             return self._plan(self._scan(list(paths)))
-
-    def results_arrive(self, results: list[FileResult]) -> None:
-        """Once phase 1's findings need the planner's facts, the files' texts are read on a
-        thread while the workers go on (the facts read every file)."""
-        if self._texts is None and needs_facts(f for r in results for f in r.findings):
-            self._texts = SourceTexts(self.jobs.values())
 
     def repository_pass_starts(
         self, results: dict[str, FileResult], repository_facts: RepositoryFacts
@@ -64,7 +57,7 @@ class PlannedScanner(Scanner):
         if not needs_facts(f for r in results.values() for f in r.findings):
             return False
         self._background = BackgroundFacts(
-            self.jobs.values(), results, repository_facts, self._wrappers_told(), self._texts
+            self.jobs.values(), results, repository_facts, self._wrappers_told()
         )
         return True
 
@@ -156,9 +149,7 @@ class PlannedScanner(Scanner):
                 getattr(self, "_results", {}),
                 self.repo_facts,
                 self._wrappers_told(),
-                getattr(self, "_texts", None),
             )
-        self._texts = None  # the facts hold the texts they need
         return self._facts
 
 

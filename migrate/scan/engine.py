@@ -188,8 +188,6 @@ class Scanner:
         with self._pool(workers, repo_facts) as pool:
             for batch_result in pool.map(run_batch, batches):
                 results.extend(batch_result)
-                if repo_facts is None:
-                    self.results_arrive(batch_result)
                 if self.progress:
                     self.progress(len(batch_result))
         return results
@@ -254,10 +252,6 @@ class Scanner:
             (results, self.exports, self.repo_facts, list(findings)),
         )
         cache.save()
-
-    def results_arrive(self, results: list[FileResult]) -> None:
-        """Phase 1's results as a pool's workers send them (this process only waits for them
-        meanwhile): a pipeline may start work of its own here."""
 
     def repository_pass_starts(
         self, results: dict[str, FileResult], repository_facts: RepositoryFacts
