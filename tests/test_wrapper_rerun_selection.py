@@ -62,6 +62,13 @@ TREE = {
             def forward(self, x):
                 return x
         """,
+    "pkg/lonely.py": """\
+        import torch
+
+
+        def script_it(model):
+            return torch.jit.script(model)
+        """,
 }
 
 
@@ -88,6 +95,10 @@ def test_only_files_that_may_call_a_wrapper_are_analysed_again(tmp_path, monkeyp
     assert analysed["pkg/module_other_parsed.py"] == 1, analysed
     assert analysed["pkg/module_other.py"] == 0, analysed
     assert calls["pkg/module_other.py"] == calls["pkg/module_other_parsed.py"] == 0
+    # A file defining a wrapper: analysed again to report the definition once another file
+    # calls it; a wrapper no file calls keeps phase 1's verdict (no finding), unanalysed.
+    assert calls["pkg/utils.py"] == 1 and analysed["pkg/utils.py"] == 2, analysed
+    assert calls["pkg/lonely.py"] == 0 and analysed["pkg/lonely.py"] == 1, analysed
 
 
 STAR_TREE = {

@@ -69,8 +69,9 @@ class RepositoryWrapperCall(PythonCheck):
                 target = known.index.resolve(qual)
                 if target not in mine and known.may_call(target, text):
                     return True
-            # A file defining wrappers: its definitions are reported once callers are known.
-            return bool(own) and bool(mine - set(facts.calls()))
+            # A file defining wrappers: a definition is reported once a caller is known; phase 1
+            # knew only the file's own calls, so only a wrapper used elsewhere changes it.
+            return any(map(known.uses, mine - set(facts.calls())))
         # A file the prefilter skipped: its `from` lines that name a wrapper or a module
         # holding one (a word search first: most name none).
         words = known.words
