@@ -35,6 +35,7 @@ def findings(
     with monkeypatch.context() as patch:
         if full:  # every statement entered, every hook called on every file
             patch.setattr(Walker, "_hot_spellings", lambda self: None)
+            patch.setattr(Walker, "_may_refer", lambda self: True)
             patch.setattr(CheckSet, "hooks_for", lambda self, text: self.node_hooks)
         result = analyze_python(
             "m.py", text, checks, "pkg.m", exports=exports, repo_facts=repo_facts
@@ -176,6 +177,32 @@ def test_the_walk_skips_a_statement_that_spells_nothing_it_can_act_on():
     assert walker.hot is not None
     assert not walker._wanted(tree.body[2])
     assert walker._wanted(tree.body[3])
+
+
+def test_a_module_whose_names_reach_no_symbol_resolves_none_and_a_hookless_subset_walks_nothing(
+    monkeypatch,
+):
+    text = "import numpy as np\nclass M:\n    def f(self):\n        return np.zeros(3).sum()\n"
+    tree = ast.parse(text)
+    visited: list[ast.AST] = []
+    original = Walker.visit
+    monkeypatch.setattr(
+        Walker, "visit", lambda self, node: visited.append(node) or original(self, node)
+    )
+    walker = Walker(PythonContext("m.py", text, tree, ScopeTable(tree, "m", False)), CHECKS)
+    assert not walker._refs  # numpy reaches no catalogued symbol
+    assert walker.lookup(tree.body[1].body[0].body[0].value.func) is None
+    walker.run()
+    assert visited  # MIG131's class hook still walks the class
+    visited.clear()
+    wrapper_rule_only = CheckSet(["MIG121"])  # a repository pass's subset: no hook, no symbol
+    ctx = PythonContext("m.py", text, tree, ScopeTable(tree, "m", False))
+    Walker(ctx, wrapper_rule_only).run()
+    assert visited == []
+    torch_text = "import torch\nx = torch.jit.script(f)\n"
+    torch_tree = ast.parse(torch_text)
+    torch_ctx = PythonContext("m.py", torch_text, torch_tree, ScopeTable(torch_tree, "m", False))
+    assert Walker(torch_ctx, CHECKS)._refs
 
 
 def test_a_module_name_makes_hot_only_the_statements_that_write_a_segment_down_to_a_symbol():

@@ -51,6 +51,10 @@ class Walker:
         # Skipping a chain skips its inner nodes' hooks: only when no check hooks them.
         self._may_skip_chains = not (ast.Name in self.hooks or ast.Attribute in self.hooks)
         self._export_roots: set[str] | None = None
+        # Whether any name of the module can start a reference: most files parsed for a node
+        # hook's word (an export call, a class) import nothing that reaches a rule's symbol,
+        # and then no name or chain there needs resolving.
+        self._refs = self._may_refer()
         self.hot = self._hot_spellings()
 
     def _hot_spellings(self) -> list[int] | None:
@@ -100,6 +104,19 @@ class Walker:
             lines.update(_lines_matching(pattern, text, index.starts))
         return sorted(lines)
 
+    def _may_refer(self) -> bool:
+        """Whether `lookup` can find a reference in this module: a name bound by an import or
+        a module-level alias can start a chain reaching an enabled check's symbol, or be
+        turned into one by a re-export, or a star import hands names on."""
+        if self.table.module_scope.star_modules:
+            return True
+        for scope in self.table.import_scopes():
+            for name in (*scope.imports, *scope.aliases):
+                qual = self.table.binding(name, scope)
+                if qual is not None and (self._remappable(qual) or self.checks.may_reach(qual)):
+                    return True
+        return False
+
     def _remappable(self, qual: str) -> bool:
         """Whether a chain from a name bound to `qual` can be turned into another name by a
         repository re-export (`ScopeTable.canonical`): never a torch name; otherwise only one
@@ -129,7 +146,7 @@ class Walker:
         return at < len(lines) and lines[at] <= end  # type: ignore[index]
 
     def lookup(self, expr: ast.AST) -> tuple[str, PythonCheck] | None:
-        if not isinstance(expr, (ast.Name, ast.Attribute)):
+        if not self._refs or not isinstance(expr, (ast.Name, ast.Attribute)):
             return None
         qual = self.table.qualname(expr)
         if not qual or not (qual.startswith("torch") or qual.split(".")[0] in self.checks.roots):
@@ -262,6 +279,8 @@ class Walker:
         return True
 
     def _could_resolve(self, name: ast.Name) -> bool:
+        if not self._refs:
+            return False
         scope = self.table.scope_for(name)
         key = (name.id, id(scope))
         if key not in self._bound:
@@ -272,7 +291,8 @@ class Walker:
         return self._rooted(qual) or self._remappable(qual)
 
     def run(self) -> None:
-        self.visit(self.ctx.tree)
+        if self._refs or self.hooks:  # otherwise the walk would find and feed nothing
+            self.visit(self.ctx.tree)
         for check in self.checks.python:
             check.on_end(self.ctx)
 
