@@ -235,6 +235,11 @@ def _package_prefix(directory: str) -> tuple[str, ...] | None:
     return (*(outer or ()), os.path.basename(real))
 
 
+def in_package(path: Path | str) -> bool:
+    """Whether the file's folder holds an __init__.py (the answer cached per folder)."""
+    return _package_prefix(os.path.dirname(os.path.abspath(os.fspath(path)))) is not None
+
+
 def module_name(path: Path | str, root: Path | str) -> str:
     """Dotted module name: the package chain (folders with __init__.py), else relative to root.
     String operations: pathlib's objects cost more than the rest for every file of a scan."""

@@ -26,6 +26,7 @@ from migrate.scan.discover import (
     Skipped,
     checked_stat,
     decode_source,
+    in_package,
     module_name,
     read_checked,
 )
@@ -71,9 +72,10 @@ class FileJob:
     def read(self) -> bytes:
         return read_checked(self.path, self.limit, self.confine)
 
-    @property
+    @functools.cached_property
     def module(self) -> str:
-        # Computed only for the files that get parsed: most never need it.
+        # Computed only for the files that get parsed, once each (the pass and the facts ask
+        # again): most never need it.
         return module_name(self.path, self.root)
 
     @property
@@ -83,9 +85,7 @@ class FileJob:
     @property
     def script_dir(self) -> str:
         """Dotted folder of a module outside any package ("" in a package or at the root)."""
-        if os.path.exists(os.path.join(os.path.dirname(self.path), "__init__.py")):
-            return ""
-        return self.module.rpartition(".")[0]
+        return "" if in_package(self.path) else self.module.rpartition(".")[0]
 
 
 WORKER_STATE: dict[str, object] = {}
