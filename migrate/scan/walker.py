@@ -51,6 +51,14 @@ class Walker:
         # Skipping a chain skips its inner nodes' hooks: only when no check hooks them.
         self._may_skip_chains = not (ast.Name in self.hooks or ast.Attribute in self.hooks)
         self._export_roots: set[str] | None = None
+        # (name, what it stands for) of each import and module-level alias, resolved once for
+        # both questions below.
+        self._bound_imports = [
+            (name, qual)
+            for scope in self.table.import_scopes()
+            for name in (*scope.imports, *scope.aliases)
+            if (qual := self.table.binding(name, scope)) is not None
+        ]
         # Whether any name of the module can start a reference: most files parsed for a node
         # hook's word (an export call, a class) import nothing that reaches a rule's symbol,
         # and then no name or chain there needs resolving.
@@ -77,22 +85,18 @@ class Walker:
                 patterns.extend(spelled)
                 extra.extend(check.hook_symbols)
         symbols = tuple(dict.fromkeys(extra))
-        for scope in self.table.import_scopes():
-            for name in (*scope.imports, *scope.aliases):
-                qual = self.table.binding(name, scope)
-                if qual is None:
-                    continue
-                if self._remappable(qual):
-                    words = None  # a re-export can turn any chain from it into a torch name
-                elif self.checks.may_reach(qual, symbols):
-                    words = self.checks.chain_words(qual, symbols)
-                else:
-                    continue
-                if words is None:
-                    # Short names (`F`, `nn`) are matched as words, not inside other words.
-                    patterns.append(re.escape(name) if len(name) > 2 else rf"\b{name}\b")
-                else:
-                    patterns.extend(words)
+        for name, qual in self._bound_imports:
+            if self._remappable(qual):
+                words = None  # a re-export can turn any chain from it into a torch name
+            elif self.checks.may_reach(qual, symbols):
+                words = self.checks.chain_words(qual, symbols)
+            else:
+                continue
+            if words is None:
+                # Short names (`F`, `nn`) are matched as words, not inside other words.
+                patterns.append(re.escape(name) if len(name) > 2 else rf"\b{name}\b")
+            else:
+                patterns.extend(words)
         # Names a `from m import *` hands on bind no import here; spell them as words.
         patterns.extend(rf"\b{re.escape(name)}\b" for name in sorted(self.table.star_names()))
         index = self.ctx.index
@@ -110,12 +114,9 @@ class Walker:
         turned into one by a re-export, or a star import hands names on."""
         if self.table.module_scope.star_modules:
             return True
-        for scope in self.table.import_scopes():
-            for name in (*scope.imports, *scope.aliases):
-                qual = self.table.binding(name, scope)
-                if qual is not None and (self._remappable(qual) or self.checks.may_reach(qual)):
-                    return True
-        return False
+        return any(
+            self._remappable(qual) or self.checks.may_reach(qual) for _, qual in self._bound_imports
+        )
 
     def _remappable(self, qual: str) -> bool:
         """Whether a chain from a name bound to `qual` can be turned into another name by a
