@@ -101,13 +101,16 @@ def read_checked(
         if not stat.S_ISREG(st.st_mode):  # pragma: no cover - the same inode as the stat
             raise Skipped(f"not a regular file ({_kind(st.st_mode)})")
         chunks, left = [], max_size + 1
+        # The first read asks for the size the file claims and one byte more (a 1 MiB
+        # buffer per read cost every small file an allocation of that size).
+        want = min(left, st.st_size + 1)
         while left > 0:
-            want = min(left, 1 << 20)
             chunk = os.read(fd, want)
             chunks.append(chunk)
             left -= len(chunk)
             if len(chunk) < want:  # a regular file reads short only at its end
                 break
+            want = min(left, 1 << 20)
     finally:
         os.close(fd)
     data = b"".join(chunks)

@@ -82,6 +82,26 @@ def test_the_background_facts_carry_the_merged_facts_the_pass_reads(monkeypatch)
     assert facts.wrappers  # the sample's wrappers: not vacuous
 
 
+def test_the_pass_pool_leaves_a_core_to_the_facts_thread(monkeypatch):
+    """With the facts built beside the pass, the pass's pool has one worker fewer: on two
+    cores, two workers and the thread each got two thirds of a core, and the thread ended
+    last. Without facts to build beside it, the pass takes every worker."""
+    sizes: list[tuple[str, int]] = []
+    pool = engine.Scanner._pool
+
+    def spy(self, workers, repo_facts, inputs=None):
+        sizes.append(("pass" if inputs is not None else "phase 1", workers))
+        return pool(self, workers, repo_facts, inputs)
+
+    started = _pooled(monkeypatch)
+    monkeypatch.setattr(engine.Scanner, "_pool", spy)
+    Scanner(ScanOptions(cache=False, jobs=3)).scan([REPOS / "wrappers"])
+    assert len(started) == 1 and sizes == [("phase 1", 3), ("pass", 2)]
+    sizes.clear()
+    engine.Scanner(ScanOptions(cache=False, jobs=3)).scan([REPOS / "wrappers"])
+    assert sizes == [("phase 1", 3), ("pass", 3)]
+
+
 def test_an_error_while_building_reaches_whoever_asks(monkeypatch):
     def broken(jobs, hints, *repository_pass):
         raise RuntimeError("facts broke")

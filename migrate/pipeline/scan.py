@@ -54,12 +54,15 @@ class PlannedScanner(Scanner):
         self, results: dict[str, FileResult], repository_facts: RepositoryFacts
     ) -> bool:
         """Start the planner's facts on a thread when phase 1's findings will need them."""
-        if not needs_facts(f for r in results.values() for f in r.findings):
+        if not self.work_beside_pass(results):
             return False
         self._background = BackgroundFacts(
             self.jobs.values(), results, repository_facts, self._wrappers_told()
         )
         return True
+
+    def work_beside_pass(self, results: dict[str, FileResult]) -> bool:
+        return needs_facts(f for r in results.values() for f in r.findings)
 
     def _wrappers_told(self) -> bool:
         """Whether the scan's files told their wrappers (the wrapper rule ran), so that the

@@ -50,6 +50,7 @@ from migrate.scan.workers import (
     rare_collections,
     run_batch,
     run_job,
+    size_balanced_batches,
     worker_init,
 )
 
@@ -150,11 +151,11 @@ class Scanner:
         """Run the jobs here or in a process pool; `repo_facts`: what a RepoPass without
         facts of its own reads (megabytes on a large tree: sent to each process once).
         `busy`: this process has work of its own meanwhile (on a thread): the pool takes
-        every job at once."""
+        every job at once, with a core left to that work."""
         workers = self._workers(len(work))
         WORKER_STATE["repo_facts"] = repo_facts
         if busy and workers > 1:
-            return self._in_pool(work, workers, repo_facts)
+            return self._in_pool(work, workers - 1, repo_facts)
         results: list[FileResult] = []
         # The jobs start here; a pool takes the rest only once this process has parsed enough
         # to show it pays: most files of a repository are never parsed, and on a tree that
@@ -162,10 +163,12 @@ class Scanner:
         # workers parsed (their trees stay there), cost more than it saves.
         start = parse_once.parsed_bytes()
         check = POOL_AFTER_BYTES  # parsed bytes at which the pool is considered next
+        sizes: list[int] | None = None
         for item in work:
             parsed = parse_once.parsed_bytes() - start
             if workers > 1 and parsed >= check and len(work) - len(results) >= PARALLEL_THRESHOLD:
-                if _parse_to_come(work, len(results), parsed) >= POOL_AFTER_BYTES:
+                sizes = sizes or [_size(job) for job, *_ in work]
+                if _parse_to_come(sizes, len(results), parsed) >= POOL_AFTER_BYTES:
                     break
                 check = parsed + POOL_AFTER_BYTES
             results.append(run_job(*item))
@@ -173,24 +176,36 @@ class Scanner:
                 self.progress(1)
         else:
             return results
-        results.extend(self._in_pool(work[len(results) :], workers, repo_facts))
+        done = len(results)
+        rest = sizes[done:] if sizes else None
+        results.extend(self._in_pool(work[done:], workers, repo_facts, rest))
         return results
 
     def _in_pool(
-        self, work: list[tuple], workers: int, repo_facts: RepositoryFacts | None
+        self,
+        work: list[tuple],
+        workers: int,
+        repo_facts: RepositoryFacts | None,
+        sizes: list[int] | None = None,
     ) -> list[FileResult]:
         """Run the jobs in a pool of `workers` processes (this process waits); results in the
-        jobs' order."""
+        jobs' order. The largest files go first, each alone or in a small batch, and the
+        smallest last, many to a batch: a large file met last kept one worker busy alone
+        (a 470 kB test module, over a second, on torch + executorch)."""
         self._pool_ran = True
-        size = max(4, len(work) // (workers * 16))
-        batches = [work[i : i + size] for i in range(0, len(work), size)]
-        results: list[FileResult] = []
+        if sizes is None:
+            sizes = [_size(job) for job, *_ in work]
+        batches = size_balanced_batches(sizes, workers)
+        results: list[FileResult | None] = [None] * len(work)
         with self._pool(workers, repo_facts) as pool:
-            for batch_result in pool.map(run_batch, batches):
-                results.extend(batch_result)
+            for indices, batch_result in zip(
+                batches, pool.map(run_batch, [[work[i] for i in b] for b in batches]), strict=True
+            ):
+                for i, result in zip(indices, batch_result, strict=True):
+                    results[i] = result
                 if self.progress:
                     self.progress(len(batch_result))
-        return results
+        return results  # type: ignore[return-value]
 
     def scan(self, paths: Iterable[str | Path]) -> ScanResult:
         with rare_collections():
@@ -259,6 +274,11 @@ class Scanner:
         """The repository pass may go to a process pool, with these merged facts: a pipeline
         may start work of its own here (the planner's facts, on a thread) and says whether it
         did (this process then leaves the pass to the pool)."""
+        return False
+
+    def work_beside_pass(self, results: dict[str, FileResult]) -> bool:
+        """Whether `repository_pass_starts` will start work with these phase-1 results: the
+        pass's pool then leaves a core to it."""
         return False
 
     def _collect(
@@ -364,8 +384,11 @@ class Scanner:
     def _pass_in_pool(self, inputs: PassInputs) -> Iterator[Changed]:
         """The pass in a pool forked now, with phase 1's results in it: each worker picks,
         settles and analyses again the files of its spans of jobs. The pipeline's own work
-        beside it (`repository_pass_starts`) starts once the workers are forked."""
+        beside it (`repository_pass_starts`) starts once the workers are forked, with a core of
+        its own: it was the last to finish, sharing two cores with two workers."""
         workers = self._workers(len(inputs.jobs))
+        if self.work_beside_pass(inputs.results):
+            workers = max(1, workers - 1)
         size = max(16, len(inputs.jobs) // (workers * 16))
         spans = [(i, min(i + size, len(inputs.jobs))) for i in range(0, len(inputs.jobs), size)]
         with self._pool(workers, inputs.facts, inputs) as pool:
@@ -490,10 +513,9 @@ def rules_by_code() -> dict[str, Rule]:
     return all_rules()
 
 
-def _parse_to_come(work: list[tuple], done: int, parsed: int) -> float:
+def _parse_to_come(sizes: list[int], done: int, parsed: int) -> float:
     """The source bytes the jobs after the first `done` will likely parse: their files' sizes
     times the share of the bytes read so far that was parsed (most files are never parsed)."""
-    sizes = [_size(item[0]) for item in work]
     read = sum(sizes[:done])
     return sum(sizes[done:]) * parsed / read if read else 0.0
 

@@ -264,6 +264,33 @@ def run_batch(batch: list[tuple]) -> list[FileResult]:
     return [run_job(*item) for item in batch]
 
 
+# A pool's batch holds at most this many files, and about 1 / (workers * BATCHES_PER_WORKER)
+# of the bytes: a batch sent to a worker is one round trip, and the last ones should be short.
+MAX_BATCH_FILES = 128
+BATCHES_PER_WORKER = 32
+
+
+def size_balanced_batches(sizes: list[int], workers: int) -> list[list[int]]:
+    """The jobs' indices in batches for a pool of `workers`, sent in this order: the largest
+    files first (each alone, once it holds the byte share of a batch), the smallest last,
+    many to a batch. A pool hands the next batch to whichever worker is free, so the
+    workers finish together instead of one analysing a large file met at the end."""
+    order = sorted(range(len(sizes)), key=lambda i: -sizes[i])  # stable: ties keep job order
+    share = max(1, sum(sizes) // (workers * BATCHES_PER_WORKER))
+    batches: list[list[int]] = []
+    batch: list[int] = []
+    held = 0
+    for i in order:
+        batch.append(i)
+        held += sizes[i]
+        if held >= share or len(batch) >= MAX_BATCH_FILES:
+            batches.append(batch)
+            batch, held = [], 0
+    if batch:
+        batches.append(batch)
+    return batches
+
+
 def _os_reason(exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.strerror:
         return exc.strerror.lower()
