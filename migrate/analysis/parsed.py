@@ -11,7 +11,7 @@ What is kept lives until the next scan starts (`new_scan`), up to a budget of so
 (the trees take about thirty times that): past it a file is parsed and not kept, so a scan of
 a very large tree parses some files again instead of holding gigabytes. A pool worker keeps
 nothing (`keep_trees(False)`): each file of its batch is analysed there once. The last few
-texts parsed are kept apart from the files (`tree_of`): apply checks, tidies and analyses each
+texts `tree_of` parsed are kept apart from the files: apply checks, tidies and analyses each
 version of a file it writes.
 
 `parse_counts()` says how often each file was parsed since the scan started: the tests that
@@ -71,9 +71,15 @@ _state = {"kept": 0, "keep": True, "parsed": 0, "frozen": False}
 # A forked worker's copy of the trees its parent kept: never read there, and never freed
 # either (freeing them would write to, and so copy, every page they lie on).
 _inherited: list[dict[str, ParsedFile]] = []
+# The kept files by text: `tree_of` is handed a scan's text without its file (apply's tidy
+# compares a rewrite with the original).
+_kept_texts: dict[str, ParsedFile] = {}
 _parses: Counter[str] = Counter()
-# The last texts parsed, whatever asked: `migrate apply` checks, tidies and analyses each
-# version of a file it writes (fixer, tidy, the next round), one parse for all of them.
+# The last texts `tree_of` parsed: `migrate apply` checks, tidies and analyses each version
+# of a file it writes (fixer, tidy, the next round), one parse for all of them. A scan's
+# files are not among them: the last few trees of a scan kept alive, each freed as another
+# came, left the young generation of the cycle collector three times its threshold, and its
+# collections took a tenth of a one-process scan.
 _RECENT = 32
 _recent: OrderedDict[
     str, tuple[ast.Module | None, SyntaxError | ValueError | RecursionError | None]
@@ -83,9 +89,10 @@ _recent_lock = threading.Lock()
 
 
 def _parse(
-    text: str, display: str
+    text: str, display: str, remember: bool = False
 ) -> tuple[ast.Module | None, SyntaxError | ValueError | RecursionError | None]:
-    """(tree, None) or (None, why not): parsed now unless it is one of the last texts."""
+    """(tree, None) or (None, why not): parsed now unless it is one of the last texts
+    `tree_of` parsed; `remember`: one of them now."""
     with _recent_lock:  # the planner's facts may be built on a thread meanwhile
         found = _recent.get(text)
         if found is not None:
@@ -101,7 +108,7 @@ def _parse(
             tree = ast.parse(text, filename=display)
     except (SyntaxError, ValueError, RecursionError) as exc:
         error = exc
-    if _state["keep"]:  # a worker analyses each file once: a tree kept there only costs
+    if remember and _state["keep"]:  # a worker analyses each file once
         with _recent_lock:
             _recent[text] = (tree, error)
             if len(_recent) > _RECENT:
@@ -112,6 +119,7 @@ def _parse(
 def new_scan() -> None:
     """Forget the last scan's files and counts (a scan starts)."""
     _files.clear()
+    _kept_texts.clear()
     _recent.clear()
     _parses.clear()
     _state["kept"] = 0
@@ -126,6 +134,7 @@ def keep_trees(keep: bool) -> None:
     if not keep:
         _inherited.append(_files)
         _files = {}
+        _kept_texts.clear()
         _recent.clear()
         _parses.clear()
         _state["kept"] = 0
@@ -166,8 +175,11 @@ def parsed_file(display: str, text: str) -> ParsedFile:
         old = _files.pop(display, None)
         if old is not None:
             _state["kept"] -= len(old.text)
+            if _kept_texts.get(old.text) is old:
+                del _kept_texts[old.text]
         if _state["kept"] + len(text) <= KEEP_BYTES:
             _files[display] = found
+            _kept_texts[text] = found
             _state["kept"] += len(text)
             # A kept tree lives to the scan's end and holds no reference cycle: frozen, the
             # collector stops walking its nodes at every young collection (a tenth of the
@@ -185,10 +197,10 @@ def tree_of(text: str, display: str = "<unknown>") -> ast.Module:
     """The tree of a text that may be no file's as the scan read it (a version of a file that
     `migrate apply` is writing): the scan's tree when it is that file's text, else parsed now
     and kept among the last few. Raises what `ast.parse` raises."""
-    found = _files.get(display)
+    found = _files.get(display) or _kept_texts.get(text)
     if found is not None and (found.text is text or found.text == text):
         return found.tree
-    tree, error = _parse(text, display)
+    tree, error = _parse(text, display, remember=True)
     if error is not None:
         raise error.with_traceback(None)
     return tree  # type: ignore[return-value]
