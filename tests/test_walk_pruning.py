@@ -217,6 +217,26 @@ def test_a_module_name_makes_hot_only_the_statements_that_write_a_segment_down_t
     assert wanted == [False, False, False, True, True, True], wanted
 
 
+def test_a_name_a_star_import_hands_on_is_spelled_as_an_import_is():
+    # `torch` from `from .models import *`: only the lines writing a segment down to a symbol
+    # are hot, as for `import torch` (every line saying `torch` was).
+    text = (
+        "from .models import *\n"
+        "a = torch.ones(2)\n"  # 2: torch, no path to a catalogued symbol
+        "b = torch.jit.script(f)\n"  # 3
+        "def g():\n    return torch.zeros(3)\n"  # 4-5
+    )
+    assert wanted_statements(text) == [False, False, True, False]
+    # What it finds is what a full walk finds: the capture, through the star.
+    assert findings_of(text) == ["MIG101 3"]
+
+
+def findings_of(text: str) -> list[str]:
+    result = analyze_python("pkg/m.py", text, CHECKS, "pkg.m")
+    assert result.error is None, result.error
+    return [f"{f.rule} {f.line}" for f in result.findings]
+
+
 def wanted_statements(text: str) -> list[bool]:
     """Whether the walk enters each top-level statement of `text`."""
     tree = ast.parse(text)

@@ -59,6 +59,15 @@ class Walker:
             for name in (*scope.imports, *scope.aliases)
             if (qual := self.table.binding(name, scope)) is not None
         ]
+        # And the names a `from m import *` hands on, as the module resolves them (its own
+        # import of the name, else m's export): spelled like imports, `torch` handed on by a
+        # star made every line saying `torch` hot (a thousand lines of one test module).
+        module = self.table.module_scope
+        self._bound_imports += [
+            (name, qual)
+            for name in sorted(self.table.star_names())
+            if (qual := self.table.binding(name, module)) is not None
+        ]
         # Whether any name of the module can start a reference: most files parsed for a node
         # hook's word (an export call, a class) import nothing that reaches a rule's symbol,
         # and then no name or chain there needs resolving.
@@ -97,8 +106,6 @@ class Walker:
                 patterns.append(re.escape(name) if len(name) > 2 else rf"\b{name}\b")
             else:
                 patterns.extend(words)
-        # Names a `from m import *` hands on bind no import here; spell them as words.
-        patterns.extend(rf"\b{re.escape(name)}\b" for name in sorted(self.table.star_names()))
         index = self.ctx.index
         text = self.ctx.text
         if "\r" in text or len(index.lines) != text.count("\n") + (not text.endswith("\n")):
@@ -111,9 +118,7 @@ class Walker:
     def _may_refer(self) -> bool:
         """Whether `lookup` can find a reference in this module: a name bound by an import or
         a module-level alias can start a chain reaching an enabled check's symbol, or be
-        turned into one by a re-export, or a star import hands names on."""
-        if self.table.module_scope.star_modules:
-            return True
+        turned into one by a re-export (a name a star import hands on among them)."""
         return any(
             self._remappable(qual) or self.checks.may_reach(qual) for _, qual in self._bound_imports
         )
