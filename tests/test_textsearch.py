@@ -19,6 +19,11 @@ PATTERNS = sorted(
         *TORCHSCRIPT_WORDS,
         *(p for c in CHECKS.python for p in c.prefilter),
         *(c.prefilter for c in CHECKS.text if c.prefilter),
+        *(c.prefilter_also for c in CHECKS.python if c.prefilter_also),
+        # Groups: alternatives inside them are not the pattern's; a head stops at one.
+        "a(?:b|c)d|x",
+        "(?:x|y)z",
+        "ab(?:c)*y",
         r"a\|b",
         r"\bjit\b",
         r"x\d",
@@ -58,6 +63,16 @@ FRAGMENTS = [
     "xxy",
     "yy",
     "export(",
+    "export ",
+    "export_for_training",
+    "#",
+    "(",
+    ")",
+    "\\",
+    "abd",
+    "acd",
+    "abcy",
+    "z",
     "|x",
     "]a",
     "torch.export",
@@ -93,7 +108,12 @@ def test_a_regex_is_tried_only_where_one_of_its_plain_heads_is():
     search = WordSearch([r"sm_[5-7]|compute_[5-7]|CUDA_?ARCH|cuda_arch"])
     assert search.heads == ("sm_", "compute_", "CUDA", "cuda_arch")
     assert search.search("CUDAARCH") and search.search("sm_6") and not search.search("sm_8")
-    assert WordSearch(["(?:a|b)c"]).heads is None  # a group: no heads, the regex decides
+    assert WordSearch(["(?:a|b)c"]).heads is None  # a group first: no heads, the regex decides
+    # A group after plain text: the text is the head, the alternation inside is the group's.
+    assert WordSearch(["ab(?:c|d)e|x+"]).heads == ("ab", "x")
+    export_call = WordSearch([r"\bexport(?:_for_training)?(?:[\s\\)]|#[^\n]*)*\("])
+    assert export_call.heads == ("export",)
+    assert export_call.search("m = export (\n x)") and not export_call.search("reexport(x)")
     assert WordSearch(["x{2}y"]).heads is None  # a quantifier may drop the only letter
 
 
@@ -111,3 +131,13 @@ def test_whole_words_agree_with_the_word_boundary_regex(words, pieces):
     pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, words)) + r")\b")
     assert WholeWords(words).search(text) is (pattern.search(text) is not None)
     assert WholeWords(words).lines(text) == lines_matching(text, pattern)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["torch", "TORCH", "script", "Script", "ſcript", " ", "é", "K"])))
+def test_a_case_blind_word_is_found_as_the_regex_finds_it(pieces):
+    from migrate.checks import mig142_ultralytics_torchscript_export as mig142
+
+    text = "".join(pieces)
+    expected = re.search("torchscript", text, re.IGNORECASE) is not None
+    assert mig142._spells_any_case(text) is expected

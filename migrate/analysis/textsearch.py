@@ -35,12 +35,13 @@ def as_literal(pattern: str) -> str | None:
 
 
 def _alternatives(pattern: str) -> list[str] | None:
-    """Top-level `a|b[|]|c` -> ["a", "b[|]", "c"], past escapes and character classes; None
-    when a group makes it unclear."""
+    """Top-level `a|b[|]|c(?:d|e)` -> ["a", "b[|]", "c(?:d|e)"], past escapes, character
+    classes and groups; None when the parentheses do not balance."""
     parts: list[str] = []
     start = 0
     i = 0
     in_class = False
+    depth = 0
     while i < len(pattern):
         ch = pattern[i]
         if ch == "\\":
@@ -52,13 +53,17 @@ def _alternatives(pattern: str) -> list[str] | None:
             in_class = True
             if pattern[i + 1 : i + 2] in ("]", "^"):  # a leading ] or ^ is part of the class
                 i += 1
-        elif ch in "()":
-            return None
-        elif ch == "|":
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth < 0:
+                return None
+        elif ch == "|" and depth == 0:
             parts.append(pattern[start:i])
             start = i + 1
         i += 1
-    return None if in_class else [*parts, pattern[start:]]
+    return None if in_class or depth else [*parts, pattern[start:]]
 
 
 def _literal_head(pattern: str) -> str:

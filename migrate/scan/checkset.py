@@ -61,10 +61,10 @@ class CheckSet:
         self._enabled: dict[str, PythonCheck] = {c.code: c for c in self.python}
         self._cache: dict[str, PythonCheck | None] = {}
         words = list(TORCHSCRIPT_WORDS)
-        self._prefilter_pairs: list[tuple[WordSearch, re.Pattern[str]]] = []
+        self._prefilter_pairs: list[tuple[WordSearch, WordSearch]] = []
         for check in self.python:
             if check.prefilter and check.prefilter_also:
-                both = (WordSearch(check.prefilter), re.compile(check.prefilter_also))
+                both = (WordSearch(check.prefilter), WordSearch([check.prefilter_also]))
                 self._prefilter_pairs.append(both)
             else:
                 words.extend(check.prefilter)
@@ -115,7 +115,7 @@ class CheckSet:
         """Whether a Python file's text holds a word some enabled check needs."""
         if self.python_prefilter.search(text):
             return True
-        return any(a.search(text) and b.search(text) is not None for a, b in self._prefilter_pairs)
+        return any(a.search(text) and b.search(text) for a, b in self._prefilter_pairs)
 
     def hooks_for(self, text: str) -> dict[type, list[PythonCheck]]:
         """The node hooks that can act on a file with this text (`PythonCheck.hooked_types`):
