@@ -27,7 +27,11 @@ def test_a_kept_file_is_found_by_its_text_without_its_name(monkeypatch):
     kept = parse_once.parsed_file("pkg/a.py", text)
     # apply's tidy asks for the original text without the file's name
     assert parse_once.tree_of(text) is kept.tree
-    assert parse_once.parse_counts() == {"pkg/a.py": 1}
+    # and a rewrite under the file's name finds the original by its text as well
+    other = parse_once.parsed_file("pkg/b.py", SOURCE.format(i=1))
+    assert parse_once.tree_of(text, "pkg/b.py") is kept.tree
+    assert parse_once.tree_of(other.text, "pkg/b.py") is other.tree
+    assert parse_once.parse_counts() == {"pkg/a.py": 1, "pkg/b.py": 1}
 
 
 def test_past_the_budget_a_scan_holds_no_tree(monkeypatch):

@@ -197,9 +197,9 @@ def tree_of(text: str, display: str = "<unknown>") -> ast.Module:
     """The tree of a text that may be no file's as the scan read it (a version of a file that
     `migrate apply` is writing): the scan's tree when it is that file's text, else parsed now
     and kept among the last few. Raises what `ast.parse` raises."""
-    found = _files.get(display) or _kept_texts.get(text)
-    if found is not None and (found.text is text or found.text == text):
-        return found.tree
+    for found in (_files.get(display), _kept_texts.get(text)):
+        if found is not None and (found.text is text or found.text == text):
+            return found.tree
     tree, error = _parse(text, display, remember=True)
     if error is not None:
         raise error.with_traceback(None)
