@@ -18,8 +18,13 @@ CHECKS = CheckSet(ScanOptions().codes())
 
 
 def every_pattern(text: str) -> set[str]:
-    patterns = [f"(?:{c.remember})" for c in CHECKS.python if c.remember]
-    found = re.findall("\n(?:" + "|".join(patterns) + ")", "\n" + text)
+    """The words of every line-start match: the patterns of import statements each on its
+    own, the others in one alternation."""
+    imports = [c.remember for c in CHECKS.python if c.remember and c.remember_imports]
+    others = [f"(?:{c.remember})" for c in CHECKS.python if c.remember and not c.remember_imports]
+    found = []
+    for pattern in ["|".join(others), *imports]:
+        found += re.findall("\n(?:" + pattern + ")", "\n" + text)
     return {w for m in found for w in ((m,) if isinstance(m, str) else m) if w}
 
 
@@ -28,6 +33,17 @@ def test_the_framework_patterns_are_tried_only_where_a_framework_is_named():
     text = "import lightning\nclass Model:\n    pass\ndef f():\n    pass\n"
     assert CHECKS.remembered(text) == {"lightning", "Model", "f"}
     assert CHECKS.remembered(text.replace("lightning", "numpy")) == {"Model", "f"}
+
+
+def test_an_import_statement_is_remembered_by_each_pattern_that_matches_it():
+    """MIG121 keeps whole `from` lines and MIG140 the Lightning module they name: one does
+    not hide the other (in a single alternation the first to match took the line)."""
+    assert any(c.remember_imports for c in CHECKS.python)
+    text = "from pytorch_lightning import LightningModule\n"
+    assert CHECKS.remembered(text) == {
+        "from pytorch_lightning import LightningModule",
+        "pytorch_lightning",
+    }
 
 
 def test_same_words_as_every_pattern_on_every_fixture_file():

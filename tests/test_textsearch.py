@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from migrate.analysis.astwalk import lines_matching
-from migrate.analysis.textsearch import WholeWords, WordSearch
+from migrate.analysis.textsearch import WholeWords, WordSearch, lines_holding
 from migrate.registry import all_rules
 from migrate.scan.checkset import TORCHSCRIPT_WORDS, CheckSet
 
@@ -141,3 +141,15 @@ def test_a_case_blind_word_is_found_as_the_regex_finds_it(pieces):
     text = "".join(pieces)
     expected = re.search("torchscript", text, re.IGNORECASE) is not None
     assert mig142._spells_any_case(text) is expected
+
+
+@given(st.lists(st.sampled_from(["import", "imp", "ort", "x", "\n", " ", "\r\n"]), max_size=30))
+def test_lines_holding_a_word_are_the_lines_split_at_newlines_that_hold_it(pieces):
+    text = "".join(pieces)
+    expected = []
+    start = 0
+    for line in text.split("\n"):
+        if "import" in line:
+            expected.append((start, start + len(line)))
+        start += len(line) + 1
+    assert lines_holding(text, "import") == expected

@@ -337,6 +337,9 @@ class PythonCheck(Check):
     remember: ClassVar[str] = ""
     # Words one of which every match of `remember` spells (none: it is tried on every file).
     remember_words: tuple[str, ...] = ()
+    # Every match of `remember` starts on a line that says `import` (an import statement):
+    # it is tried on those lines alone, on its own.
+    remember_imports: ClassVar[bool] = False
 
     def hook_spellings(self) -> tuple[str, ...] | None:
         """Regular expressions one of which matches on a line of every node on_node acts on

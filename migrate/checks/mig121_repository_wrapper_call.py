@@ -42,7 +42,7 @@ _ROLE_WORDS = {"capture": "a capture", "producer": "a producer", "consumer": "a 
 class RepositoryWrapperCall(PythonCheck):
     code = "MIG121"
     remember = r"[ \t]*(from[ \t]+[.\w]+[ \t]+import[ \t]+(?:\([^)]*\)|[^\n#;]+))"
-    remember_words = ("import",)
+    remember_imports = True
 
     def prepare_pass(self, repo: RepositoryFacts) -> None:
         known = repository_wrappers(repo)

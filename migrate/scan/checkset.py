@@ -9,7 +9,7 @@ from bisect import bisect_left
 from collections.abc import Iterable
 from pathlib import PurePosixPath
 
-from migrate.analysis.textsearch import WordSearch
+from migrate.analysis.textsearch import WordSearch, lines_holding
 from migrate.checks import check_classes
 from migrate.checks.base import PythonCheck, TextCheck
 from migrate.registry import all_rules
@@ -73,10 +73,21 @@ class CheckSet:
         # "\n" + text (a literal first character is what lets the engine skip ahead fast;
         # `^` in multiline mode tried every position).
         self._remember = [
-            (c.remember_words, f"(?:{c.remember})") for c in self.python if c.remember
+            (c.remember_words, f"(?:{c.remember})")
+            for c in self.python
+            if c.remember and not c.remember_imports
+        ]
+        # Patterns of import statements: each tried on its own at the lines that say
+        # `import` (in one alternation, MIG121's `from` lines hid MIG140's `from lightning`).
+        self._remember_imports = [
+            re.compile(c.remember) for c in self.python if c.remember and c.remember_imports
         ]
         self._remember_by_kept: dict[tuple[bool, ...], re.Pattern[str] | None] = {}
         self._text_prefilters = {id(c): WordSearch([c.prefilter]) for c in self.text if c.prefilter}
+        # One search for all the prefilters of the text checks a path takes (six CUDA checks
+        # read every Python file; nearly all hold none of their words): None when one of
+        # them reads every file.
+        self._text_gates: dict[tuple[int, ...], WordSearch | None] = {}
         self.node_hooks: dict[type, list[PythonCheck]] = {}
         for check in self.python:
             for node_type in check.node_types:
@@ -92,10 +103,20 @@ class CheckSet:
         self._reachable_sorted = sorted(set(self._reachable))
         self._reachable_set = frozenset(self._reachable)
 
-    def remembered(self, text: str) -> set[str]:
+    def remembered(self, text: str, import_lines: list[tuple[int, int]] | None = None) -> set[str]:
         """The words the checks' `remember` patterns capture at a line's start of a file the
         prefilter skips; a pattern whose `remember_words` the text lacks is not tried (the
-        framework imports: about 60% of the search on a large tree)."""
+        framework imports: about 60% of the search on a large tree). `import_lines`: the
+        lines holding "import" (textsearch.lines_holding), found here when not given."""
+        words: set[str] = set()
+        if self._remember_imports:
+            if import_lines is None:
+                import_lines = lines_holding(text, "import")
+            for start, _ in import_lines:
+                for regex in self._remember_imports:
+                    match = regex.match(text, start)
+                    if match:
+                        words.update(w for w in match.groups() if w)
         kept = tuple(not words or any(w in text for w in words) for words, _ in self._remember)
         if kept not in self._remember_by_kept:
             chosen = [p for (_, p), keep in zip(self._remember, kept, strict=True) if keep]
@@ -104,9 +125,10 @@ class CheckSet:
             )
         regex = self._remember_by_kept[kept]
         if regex is None:
-            return set()
+            return words
         found = regex.findall("\n" + text)
-        return {w for m in found for w in ((m,) if isinstance(m, str) else m) if w}
+        words.update(w for m in found for w in ((m,) if isinstance(m, str) else m) if w)
+        return words
 
     def python_check(self, code: str) -> PythonCheck:
         return self._enabled[code]
@@ -221,8 +243,14 @@ class CheckSet:
 
     def text_checks_wanted(self, path: PurePosixPath, text: str) -> list[TextCheck]:
         """The text checks for this path whose prefilter the text passes."""
-        return [
-            c
-            for c in self.text_checks_for(path)
-            if not c.prefilter or self._text_prefilters[id(c)].search(text)
-        ]
+        checks = self.text_checks_for(path)
+        if not checks:
+            return checks
+        key = tuple(map(id, checks))
+        if key not in self._text_gates:
+            every = all(c.prefilter for c in checks)
+            self._text_gates[key] = WordSearch([c.prefilter for c in checks]) if every else None
+        gate = self._text_gates[key]
+        if gate is not None and not gate.search(text):
+            return []
+        return [c for c in checks if not c.prefilter or self._text_prefilters[id(c)].search(text)]

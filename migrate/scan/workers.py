@@ -19,6 +19,7 @@ from pathlib import PurePosixPath
 from migrate.analysis import parsed as parse_once
 from migrate.analysis.parsed import GC_THRESHOLDS
 from migrate.analysis.repository_facts import RepositoryFacts
+from migrate.analysis.textsearch import lines_holding
 from migrate.scan.cache import digest
 from migrate.scan.checkset import CheckSet
 from migrate.scan.discover import (
@@ -214,9 +215,9 @@ def analyze_loaded(
         if prefilter and not exports and not repo and not checks.wants_parse(text):
             # Not parsed; remember the words of its import lines so the re-export pass can
             # tell, without reading the file again, whether it imports a re-exporting module.
-            words = import_words(text)
-            result = FileResult(job.display, import_words=words)
-            result.remembered = checks.remembered(text)
+            lines = lines_holding(text, "import")
+            result = FileResult(job.display, import_words=import_words(text, lines))
+            result.remembered = checks.remembered(text, lines)
         else:
             facts = repo.merged_facts() if repo else None
             args = (job.module, job.is_package, exports, job.script_dir)
@@ -242,22 +243,17 @@ def analyze_loaded(
     return result
 
 
-def import_words(text: str) -> set[str]:
+def import_words(text: str, lines: list[tuple[int, int]] | None = None) -> set[str]:
     """The words of the lines that start an import statement (`IMPORT_LINE` at a line's
-    start). Only lines holding "import" are tried: a regex tried at every line start cost
-    twice as much."""
-    lines = []
-    at = text.find("import")
-    while at >= 0:
-        start = text.rfind("\n", 0, at) + 1
-        end = text.find("\n", at)
-        if end < 0:
-            end = len(text)
+    start), among the `lines` that hold "import" (found here when not given)."""
+    if lines is None:
+        lines = lines_holding(text, "import")
+    found = []
+    for start, end in lines:
         match = IMPORT_LINE.match(text, start, end)
         if match:
-            lines.append(match.group())
-        at = text.find("import", end)
-    return set(WORD.findall("\n".join(lines)))
+            found.append(match.group())
+    return set(WORD.findall("\n".join(found)))
 
 
 def run_batch(batch: list[tuple]) -> list[FileResult]:
