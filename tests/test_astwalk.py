@@ -6,7 +6,7 @@ import ast
 import re
 from pathlib import Path
 
-from migrate.analysis.astwalk import children, lines_matching, walk_lines
+from migrate.analysis.astwalk import children, lines_matching, walk_lines, walk_tree
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 _SINGLETONS = (ast.expr_context, ast.operator, ast.boolop, ast.unaryop, ast.cmpop)
@@ -41,6 +41,15 @@ def test_children_are_iter_child_nodes_without_singletons():
     for node in ast.walk(tree):
         expected = [c for c in ast.iter_child_nodes(node) if not isinstance(c, _SINGLETONS)]
         assert children(node) == expected
+
+
+def test_walk_tree_is_ast_walk_without_singletons_on_every_fixture_file():
+    walked = 0
+    for path, _, tree in _parsed_fixtures():
+        expected = [n for n in ast.walk(tree) if not isinstance(n, _SINGLETONS)]
+        assert list(walk_tree(tree)) == expected, path
+        walked += len(expected)
+    assert walked > 30_000  # not vacuous
 
 
 def _parsed_fixtures():

@@ -104,6 +104,17 @@ def children(node: ast.AST) -> list[ast.AST]:
     return out
 
 
+def walk_tree(node: ast.AST) -> Iterator[ast.AST]:
+    """`node` and every node under it in `ast.walk`'s order, less the operator and context
+    singletons (`ast.Load`, `ast.Add`...) no caller looks for: about a third fewer nodes,
+    each found faster (`children`)."""
+    todo = deque([node])
+    while todo:
+        node = todo.popleft()
+        todo.extend(children(node))
+        yield node
+
+
 def lines_matching(text: str, pattern: re.Pattern[str]) -> list[int] | None:
     """The 1-based numbers of the lines where `pattern` matches, in order; None when the
     text has a carriage return (the parser counts a lone one as a line break, this does not)."""

@@ -12,7 +12,7 @@ import ast
 from bisect import bisect_right
 from typing import Protocol
 
-from migrate.analysis.astwalk import children
+from migrate.analysis.astwalk import children, walk_tree
 from migrate.analysis.pyscope import Scope, ScopeTable
 
 
@@ -192,7 +192,7 @@ def scope_names(ctx: PythonContext, scope: Scope) -> list[ast.Name]:
         cache[key] = sorted(
             (
                 n
-                for n in ast.walk(scope.node)
+                for n in walk_tree(scope.node)
                 if isinstance(n, ast.Name) and ctx.table.scope_for(n) is scope
             ),
             key=pos,
@@ -344,7 +344,7 @@ def _nested_read(ctx: PythonContext, name: str, scope: Scope) -> ast.Name | None
     if key not in cache:
         # One walk per scope, not one per finding: module-level scripts have many findings.
         first: dict[str, ast.Name] = {}
-        for node in ast.walk(scope.node):
+        for node in walk_tree(scope.node):
             if not isinstance(node, ast.Name) or node.id in first:
                 continue
             inner = ctx.table.scope_for(node)
@@ -404,7 +404,7 @@ def value_origin(ctx: PythonContext, expr: ast.expr) -> ast.expr | None:
 
 def available_at(ctx: PythonContext, expr: ast.expr, scope: Scope, stmt: ast.stmt) -> bool:
     """Every local name in `expr` is bound only before `stmt` (so `expr` can move there)."""
-    for node in ast.walk(expr):
+    for node in walk_tree(expr):
         if not isinstance(node, ast.Name):
             continue
         if node.id not in scope.locals:
@@ -439,7 +439,7 @@ _PURE = (
 
 def is_pure(expr: ast.expr, allowed_call=lambda call: False) -> bool:
     """Evaluating `expr` again has no side effects (names, attributes, literals, operators)."""
-    for node in ast.walk(expr):
+    for node in walk_tree(expr):
         if isinstance(node, ast.Call):
             if not allowed_call(node):
                 return False
@@ -460,7 +460,7 @@ def global_reads(ctx: PythonContext, stmt: ast.stmt, name: str) -> list[ast.Name
         return None
     own = _target_of(stmt)
     reads: list[ast.Name] = []
-    for node in ast.walk(ctx.tree):
+    for node in walk_tree(ctx.tree):
         if isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
             return None
         if not isinstance(node, ast.Name) or node.id != name:

@@ -13,7 +13,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
-from migrate.analysis.astwalk import children, lines_matching
+from migrate.analysis.astwalk import children, lines_matching, walk_tree
 from migrate.analysis.parsed import ParsedFile
 
 # A binding is the qualified name an identifier stands for, or None for "a local value".
@@ -118,7 +118,7 @@ class ScopeTable:
             base = base.value  # type: ignore[attr-defined]
         if base is not target and type(base) is ast.Name:
             return
-        for node in ast.walk(target):
+        for node in walk_tree(target):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
                 self._bind_local(scope, node.id)
             elif isinstance(node, ast.Starred):

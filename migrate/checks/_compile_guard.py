@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 
+from migrate.analysis.astwalk import walk_tree
 from migrate.analysis.dataflow import parent
 from migrate.analysis.tensor_reads import data_read
 from migrate.checks.base import PythonContext
@@ -38,7 +39,7 @@ def guarded_data_read(ctx: PythonContext, call: ast.Call) -> int | None:
 def _reads_data(ctx: PythonContext, nodes: list[ast.AST], seen: set[str]) -> int | None:
     methods = _methods(ctx, nodes[0]) if nodes else {}
     for root in nodes:
-        for node in ast.walk(root):
+        for node in walk_tree(root):
             if not isinstance(node, ast.Call):
                 continue
             func = node.func

@@ -9,6 +9,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from migrate.analysis.astwalk import children, walk_tree
 from migrate.checks._taint import MAYBE, TENSOR, VALUE, Analysis, Func, all_args, is_self_attr
 from migrate.checks.base import Edit, PythonContext
 
@@ -227,7 +228,7 @@ class CondRewriter:
             raise Refused(
                 f"condition mixes Python values (`{short(self.ctx.source(test), 40)}`) with tensor values; split the `if`"
             )
-        for node in ast.walk(test):
+        for node in walk_tree(test):
             if isinstance(node, ast.Name) and self.fn.env.get(node.id) == VALUE:
                 raise Refused(
                     f"condition reads `{node.id}`, a Python number taken out of a tensor; compute it as a tensor"
@@ -253,11 +254,7 @@ class CondRewriter:
         start, end = self.ctx.span(node)
         pieces, last = [], start
         for child in sorted(
-            (
-                c
-                for c in ast.iter_child_nodes(node)
-                if isinstance(c, ast.expr) and hasattr(c, "lineno")
-            ),
+            (c for c in children(node) if isinstance(c, ast.expr) and hasattr(c, "lineno")),
             key=lambda c: self.ctx.start(c),
         ):
             if not _needs_render(child):
@@ -277,7 +274,7 @@ class CondRewriter:
     # ---- checks -----------------------------------------------------------------------
     def check_effects(self, stmts: list[ast.stmt]) -> None:
         for stmt in stmts:
-            for node in ast.walk(stmt):
+            for node in walk_tree(stmt):
                 self.check_node(node)
 
     def check_node(self, node: ast.AST) -> None:
@@ -289,7 +286,7 @@ class CondRewriter:
         if isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for target in targets:
-                for t in ast.walk(target):
+                for t in walk_tree(target):
                     if isinstance(t, ast.Subscript):
                         raise Refused(f"side effect: in-place update `{src(node)}`")
                     if isinstance(t, ast.Attribute):
@@ -425,7 +422,7 @@ class CondRewriter:
             raise Refused("ternary inside a larger expression; give it its own statement")
         pred = self.predicate(node.test)
         for arm in (node.body, node.orelse):
-            for sub in ast.walk(arm):
+            for sub in walk_tree(arm):
                 self.check_node(sub)
             if isinstance(arm, (ast.Tuple, ast.List)) or self.analysis.kind(arm, self.fn) != TENSOR:
                 raise Refused(
@@ -578,7 +575,7 @@ class CondRewriter:
     def used_after(self, node: ast.If) -> set[str]:
         end = (node.end_lineno or node.lineno, node.end_col_offset or 0)
         used = set()
-        for sub in ast.walk(self.fn.node):
+        for sub in walk_tree(self.fn.node):
             if (
                 isinstance(sub, ast.Name)
                 and isinstance(sub.ctx, ast.Load)
@@ -588,13 +585,13 @@ class CondRewriter:
         # Inside a loop, the next iteration reads what the branches assigned.
         for parent in _ancestors(self.fn.node, node):
             if isinstance(parent, (ast.For, ast.While, ast.AsyncFor)):
-                used |= {n.id for n in ast.walk(parent) if isinstance(n, ast.Name)}
+                used |= {n.id for n in walk_tree(parent) if isinstance(n, ast.Name)}
         return used
 
     def defined_before(self, node: ast.If, name: str) -> bool:
         if name in {a.arg for a in all_args(self.fn.node.args)}:
             return True
-        for sub in ast.walk(self.fn.node):
+        for sub in walk_tree(self.fn.node):
             if (
                 isinstance(sub, ast.Name)
                 and isinstance(sub.ctx, ast.Store)
@@ -613,7 +610,7 @@ def _paren(node: ast.expr, text: str) -> str:
 
 
 def _needs_render(node: ast.AST) -> bool:
-    for sub in ast.walk(node):
+    for sub in walk_tree(node):
         if isinstance(sub, ast.Call):
             func = sub.func
             if isinstance(func, ast.Attribute) and func.attr == "item":
@@ -636,11 +633,11 @@ def _returns(stmts: list[ast.stmt]) -> bool:
 
 
 def _has_return(stmts: list[ast.stmt]) -> bool:
-    return any(isinstance(n, ast.Return) for s in stmts for n in ast.walk(s))
+    return any(isinstance(n, ast.Return) for s in stmts for n in walk_tree(s))
 
 
 def _leaf_returns(stmts: list[ast.stmt]) -> list[ast.Return]:
-    return [n for s in stmts for n in ast.walk(s) if isinstance(n, ast.Return)]
+    return [n for s in stmts for n in walk_tree(s) if isinstance(n, ast.Return)]
 
 
 def _assigned(stmts: list[ast.stmt], definite: bool) -> set[str]:
@@ -650,7 +647,7 @@ def _assigned(stmts: list[ast.stmt], definite: bool) -> set[str]:
             a, b = _assigned(stmt.body, definite), _assigned(stmt.orelse, definite)
             out |= (a & b) if definite else (a | b)
             continue
-        for node in ast.walk(stmt):
+        for node in walk_tree(stmt):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
                 out.add(node.id)
     return out
@@ -658,7 +655,7 @@ def _assigned(stmts: list[ast.stmt], definite: bool) -> set[str]:
 
 def _assigned_values(node: ast.If, name: str) -> list[ast.expr]:
     values = []
-    for sub in ast.walk(node):
+    for sub in walk_tree(node):
         if isinstance(sub, ast.Assign):
             for target in sub.targets:
                 if isinstance(target, ast.Name) and target.id == name:
@@ -667,7 +664,7 @@ def _assigned_values(node: ast.If, name: str) -> list[ast.expr]:
 
 
 def _first_store(node: ast.If, name: str) -> tuple[int, int]:
-    for sub in ast.walk(node):
+    for sub in walk_tree(node):
         if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store) and sub.id == name:
             return sub.lineno, sub.col_offset
     return (0, 0)
@@ -679,16 +676,16 @@ def _free_loads(stmts: list[ast.stmt]) -> list[str]:
     comp_targets = {
         n.id
         for s in stmts
-        for c in ast.walk(s)
+        for c in walk_tree(s)
         if isinstance(c, ast.comprehension)
-        for n in ast.walk(c.target)
+        for n in walk_tree(c.target)
         if isinstance(n, ast.Name)
     }
     out: list[str] = []
 
     def loads(node: ast.AST) -> None:
         for sub in sorted(
-            (n for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)),
+            (n for n in walk_tree(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)),
             key=lambda n: (n.lineno, n.col_offset),
         ):
             if sub.id not in stored and sub.id not in comp_targets and sub.id not in out:
@@ -708,7 +705,7 @@ def _free_loads(stmts: list[ast.stmt]) -> list[str]:
                     loads(t)
                     stored.update(
                         n.id
-                        for n in ast.walk(t)
+                        for n in walk_tree(t)
                         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
                     )
             else:
@@ -724,7 +721,7 @@ def _ancestors(root: ast.AST, target: ast.AST) -> list[ast.AST]:
     def walk(node: ast.AST) -> bool:
         if node is target:
             return True
-        for child in ast.iter_child_nodes(node):
+        for child in children(node):
             path.append(node)
             if walk(child):
                 return True

@@ -23,6 +23,7 @@ import ast
 import re
 from dataclasses import dataclass, field
 
+from migrate.analysis.astwalk import walk_tree
 from migrate.analysis.dataflow import bound_name, parent
 from migrate.checks._edits import drop_statement, replace, replace_with_arg
 from migrate.checks._selfcompare import self_comparison
@@ -214,7 +215,7 @@ def eager_route(ctx: PythonContext, call: ast.Call, captured: ast.expr, api: str
 def _other_checks(ctx: PythonContext, test: ast.AST, statement: ast.Assert) -> bool:
     """The test checks something besides `statement`: another assert, or an assertion
     call (`assert_close`, `self.assertEqual`, `np.testing.assert_allclose`)."""
-    for node in ast.walk(test):
+    for node in walk_tree(test):
         if node is statement:
             continue
         if isinstance(node, ast.Assert) and not _inside(ctx, node, statement):
@@ -322,7 +323,7 @@ def torchscript_use(ctx: PythonContext, call: ast.Call, target: str | None) -> s
     # A local name is read in its function; `self.x` or a module-level name, anywhere.
     local = target is not None and target.isidentifier() and enclosing_function(ctx, call)
     with_call = spelled | {ctx.source(call)}
-    for node in ast.walk(local or ctx.tree):
+    for node in walk_tree(local or ctx.tree):
         if isinstance(node, ast.Attribute) and node.attr in TORCHSCRIPT_ATTRIBUTES:
             if node.value is call or (spelled and ctx.source(node.value).strip() in spelled):
                 if node.attr == "save" and not _called(ctx, node):
@@ -395,7 +396,7 @@ def _functions_by_name(tree: ast.Module) -> dict[str, ast.FunctionDef]:
     """Each function name of the file, with the first `def` of it in `ast.walk` order: one
     walk per file, not one per call asked about."""
     found: dict[str, ast.FunctionDef] = {}
-    for node in ast.walk(tree):
+    for node in walk_tree(tree):
         if isinstance(node, ast.FunctionDef):
             found.setdefault(node.name, node)
     return found
@@ -403,7 +404,7 @@ def _functions_by_name(tree: ast.Module) -> dict[str, ast.FunctionDef]:
 
 def _use_in(ctx: PythonContext, function: ast.FunctionDef, name: str) -> str | None:
     """A TorchScript-only use of the parameter `name` inside `function`."""
-    for node in ast.walk(function):
+    for node in walk_tree(function):
         if (
             isinstance(node, ast.Attribute)
             and node.attr in TORCHSCRIPT_ATTRIBUTES
@@ -442,7 +443,7 @@ def _compared_with_original(ctx: PythonContext, call: ast.Call, captured: ast.ex
         body = function if function is not None else ctx.tree
         reads += [
             n
-            for n in ast.walk(body)
+            for n in walk_tree(body)
             if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
         ]
     called = [h for r in reads if isinstance(h := parent(ctx, r), ast.Call) and h.func is r]

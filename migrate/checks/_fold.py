@@ -9,6 +9,7 @@ import ast
 import keyword
 from collections.abc import Callable
 
+from migrate.analysis.astwalk import walk_tree
 from migrate.analysis.dataflow import parent
 from migrate.checks._edits import drop_statement, parenthesize_if_needed, precedence, replace
 from migrate.checks.base import Edit, PythonContext
@@ -198,7 +199,7 @@ def _indent(ctx: PythonContext, line: int) -> str:
 def _dedent(ctx: PythonContext, block: list[ast.stmt], first: int, to: str) -> str | None:
     """Lines first..end of `block` moved to indentation `to`; None when a multi-line string
     would change with them."""
-    for node in ast.walk(ast.Module(body=block, type_ignores=[])):
+    for node in walk_tree(ast.Module(body=block, type_ignores=[])):
         if isinstance(node, (ast.Constant, ast.JoinedStr)) and node.lineno != node.end_lineno:
             return None
     start, end = _lines(ctx, first, block[-1].end_lineno)

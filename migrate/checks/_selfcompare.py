@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 
+from migrate.analysis.astwalk import walk_tree
 from migrate.analysis.dataflow import (
     bound_name,
     name_uses,
@@ -132,12 +133,12 @@ def is_comparator(ctx: PythonContext, func: ast.expr) -> bool:
 
 
 def _holds(expr: ast.expr, node: ast.AST) -> bool:
-    return any(n is node for n in ast.walk(expr))
+    return any(n is node for n in walk_tree(expr))
 
 
 def _calls_original(ctx: PythonContext, expr: ast.expr, spelled: str, depth: int = 0) -> bool:
     """`expr` computes a call of `spelled`, in place or through names bound to one."""
-    for node in ast.walk(expr):
+    for node in walk_tree(expr):
         if isinstance(node, ast.Call) and ctx.source(node.func) == spelled:
             return True
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and depth < 3:

@@ -26,6 +26,7 @@ import ast
 import json
 from dataclasses import dataclass
 
+from migrate.analysis.astwalk import children, walk_tree
 from migrate.analysis.dataflow import value_origin
 from migrate.analysis.repository_facts import FileFacts, RepositoryFacts
 from migrate.checks.base import PythonContext
@@ -122,7 +123,7 @@ def _first_use(ctx: PythonContext, forward: ast.AST, name: str) -> ast.Name | st
             n
             for part in parts
             for n in sorted(
-                (n for n in ast.walk(part) if isinstance(n, ast.Name) and n.id == name),
+                (n for n in walk_tree(part) if isinstance(n, ast.Name) and n.id == name),
                 key=lambda n: (n.lineno, n.col_offset),
             )
         ]
@@ -133,7 +134,7 @@ def _first_use(ctx: PythonContext, forward: ast.AST, name: str) -> ast.Name | st
             return "`forward` rebinds its input before using it"
         if not isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.Return, ast.Expr)):
             return f"`forward` first uses its input inside `{_keyword(stmt)}` (line {stmt.lineno})"
-        if any(isinstance(n, (ast.Lambda, ast.comprehension)) for n in ast.walk(stmt)):
+        if any(isinstance(n, (ast.Lambda, ast.comprehension)) for n in walk_tree(stmt)):
             return f"`forward` first uses its input in a nested scope (line {stmt.lineno})"
         return first
     return "`forward` never uses its input"
@@ -145,8 +146,8 @@ def _keyword(stmt: ast.stmt) -> str:
 
 def _holder(root: ast.AST, node: ast.AST) -> ast.AST:
     """The expression around `node` (its call, attribute or operation)."""
-    for candidate in ast.walk(root):
-        for child in ast.iter_child_nodes(candidate):
+    for candidate in walk_tree(root):
+        for child in children(candidate):
             if child is node:
                 return candidate if isinstance(candidate, ast.expr) else node
     return node
@@ -171,7 +172,7 @@ def _self_call(forward: ast.AST, use: ast.Name) -> str | None:
 def _layer(ctx: PythonContext, cls: ast.ClassDef, init, attr: str) -> Inferred | str:
     stores = [
         node
-        for node in ast.walk(cls)
+        for node in walk_tree(cls)
         if isinstance(node, ast.Attribute)
         and node.attr == attr
         and isinstance(node.ctx, ast.Store)

@@ -10,6 +10,7 @@ import ast
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from migrate.analysis.astwalk import children, walk_tree
 from migrate.checks.base import PythonContext
 
 # Tensor metadata: shape-like results, which export guards on instead of branching on data.
@@ -175,7 +176,7 @@ class Analysis:
             return self.tensor_attrs[id(cls)]
         found: set[str] = set()
         for c in self.lineage(cls):
-            for node in ast.walk(c):
+            for node in walk_tree(c):
                 if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
                     qual = self.ctx.qualname(node.value.func) or ""
                     tensor = qual in _PARAMETER_CALLS or (
@@ -481,10 +482,10 @@ def initial_params(
 
 def body_nodes(node: ast.AST) -> Iterable[ast.AST]:
     """Nodes of a function body, nested defs included, nested classes and lambdas excluded."""
-    stack = list(ast.iter_child_nodes(node))
+    stack = list(children(node))
     while stack:
         child = stack.pop()
         if isinstance(child, (ast.ClassDef, ast.Lambda)):
             continue
         yield child
-        stack.extend(ast.iter_child_nodes(child))
+        stack.extend(children(child))

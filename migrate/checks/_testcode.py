@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 from pathlib import PurePosixPath
 
+from migrate.analysis.astwalk import walk_tree
 from migrate.analysis.dataflow import parent
 from migrate.checks.base import PythonContext
 
@@ -87,7 +88,7 @@ def calls_both(ctx: PythonContext, result_calls: list[ast.Call], original: ast.e
     if test is None:
         return None
     spelled = ctx.source(original).strip()
-    for node in ast.walk(test):
+    for node in walk_tree(test):
         if isinstance(node, ast.Call) and ctx.source(node.func).strip() == spelled:
             return result_calls[0].lineno
     return None

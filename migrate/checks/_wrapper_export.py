@@ -27,6 +27,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from migrate.analysis.astwalk import children, walk_tree
 from migrate.analysis.dataflow import bound_name, name_uses, parent
 from migrate.checks.base import Edit, PythonContext
 from migrate.checks.export.apis import INFERENCE_PASS_RULE, LOAD_RULE, SAVE_RULE, SCRIPT_RULE
@@ -67,11 +68,11 @@ def export_rewrites(
 
 def _rewrite(ctx: PythonContext, w: Wrapper) -> tuple[Rewrite | None, str]:
     func = next(s for s in ctx.tree.body if isinstance(s, _FUNCS) and s.lineno == w.line)
-    parents = {id(c): p for p in ast.walk(func) for c in ast.iter_child_nodes(p)}
+    parents = {id(c): p for p in walk_tree(func) for c in children(p)}
     out = Rewrite(w, func)
     made: set[str] = set()
     calls = sorted(
-        (n for n in ast.walk(func) if isinstance(n, ast.Call)),
+        (n for n in walk_tree(func) if isinstance(n, ast.Call)),
         key=lambda n: (n.lineno, n.col_offset),
     )
     for call in calls:
@@ -222,7 +223,7 @@ def _inference_pass(ctx, call: ast.Call, parents, out: Rewrite) -> str:
 def _uses(ctx, func, name: str, parents, out: Rewrite) -> str:
     """What the body does with the module it made: calls become `.module()` calls; a save
     or a return of it stays as written (the program is saved, or returned)."""
-    for node in ast.walk(func):
+    for node in walk_tree(func):
         if not (isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)):
             continue
         holder = parents.get(id(node))

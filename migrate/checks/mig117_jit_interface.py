@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 
+from migrate.analysis.astwalk import walk_tree
 from migrate.analysis.dataflow import parent
 from migrate.checks._edits import drop_definition, drop_statement
 from migrate.checks.base import Edit, PythonCheck, PythonContext, Reference
@@ -55,7 +56,7 @@ def _annotations_go(ctx: PythonContext, cls: ast.ClassDef) -> tuple[list[Edit], 
     """Edits removing every annotation that names `cls` outside it, or why one cannot go."""
     edits: list[Edit] = []
     inside = range(cls.lineno, (cls.end_lineno or cls.lineno) + 1)
-    for node in ast.walk(ctx.tree):
+    for node in walk_tree(ctx.tree):
         if not (isinstance(node, ast.Name) and node.id == cls.name) or node.lineno in inside:
             continue
         holder = parent(ctx, node)

@@ -75,7 +75,7 @@ class RepositoryWrapperCall(PythonCheck):
         # A file the prefilter skipped: its `from` lines that name a wrapper or a module
         # holding one (a word search first: most name none).
         words = known.words
-        if words is None:
+        if words is None or not words.search("\n".join(remembered)):
             return False
         lines = [line for line in remembered if line.startswith("from") and words.search(line)]
         return bool(lines) and known.imported_by(module(), lines, text)

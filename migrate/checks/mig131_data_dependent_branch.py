@@ -16,6 +16,7 @@ import ast
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from migrate.analysis.astwalk import walk_tree
 from migrate.analysis.repository_facts import FileFacts, RepositoryFacts
 from migrate.checks._captures import (
     CAPTURE_ATTRS,
@@ -85,11 +86,12 @@ class DataDependentBranch(PythonCheck):
         text: Callable[[], str] | None = None,
     ) -> bool:
         index = captured_index(repo)
+        captured = index.by_name.keys()  # the names no other class can be captured under
         if facts is None:
-            return any(index.captures(name, module) for name in remembered)
+            return any(index.captures(name, module) for name in captured & remembered)
         # Phase 1 already analysed the file with what it captures itself.
         own = facts.captured_classes()
-        names = facts.defined_classes()
+        names = captured & facts.defined_classes()
         return any(index.captures(name, module, own) for name in names)
 
     # ---- the walk -------------------------------------------------------------------------
@@ -146,7 +148,7 @@ def _expand(
         for base in cls.bases:
             name = base.id if isinstance(base, ast.Name) else getattr(base, "attr", None)
             todo.extend(classes.get(name or "", []))
-        for node in ast.walk(cls):
+        for node in walk_tree(cls):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
                 todo.extend(c for c in classes.get(node.func.id, []) if c is not cls)
     return list(seen.values())
@@ -217,7 +219,7 @@ def analyze_classes(
 def condition_sources(test: ast.expr, fn: Func, analysis: Analysis) -> str:
     names: list[str] = []
     via: list[str] = []
-    for node in ast.walk(test):
+    for node in walk_tree(test):
         if isinstance(node, ast.Name) and fn.env.get(node.id) and node.id not in names:
             names.append(node.id)
         elif isinstance(node, ast.Attribute) and is_self_attr(node):

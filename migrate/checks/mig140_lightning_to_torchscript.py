@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import re
 
+from migrate.analysis.astwalk import walk_tree
 from migrate.analysis.dataflow import parent
 from migrate.checks import _wrappers as wr
 from migrate.checks.base import Edit, PythonContext
@@ -124,7 +125,7 @@ def _defines_example_array(ctx: PythonContext) -> bool:
     """Some class of this file sets `example_input_array` (in a method or its body)."""
 
     def find() -> bool:
-        for node in ast.walk(ctx.tree):
+        for node in walk_tree(ctx.tree):
             if isinstance(node, ast.Attribute) and node.attr == "example_input_array":
                 if isinstance(node.ctx, ast.Store):
                     return True

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 
+from migrate.analysis.astwalk import walk_tree
 from migrate.analysis.dataflow import bound_name, parent
 from migrate.checks.base import PythonCheck, PythonContext, Reference
 from migrate.findings import FixKind
@@ -61,7 +62,7 @@ def _traced_by(ctx: PythonContext, ref: Reference) -> ast.Call | None:
         return None
     name = bound[1]
     scope = ctx.table.scope_for(call)
-    for node in ast.walk(scope.node):
+    for node in walk_tree(scope.node):
         if (
             isinstance(node, ast.Call)
             and node.args

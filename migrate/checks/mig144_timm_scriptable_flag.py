@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 
+from migrate.analysis.astwalk import walk_tree
 from migrate.analysis.dataflow import parent
 from migrate.checks import _wrappers as wr
 from migrate.checks.base import PythonCheck, PythonContext, Reference
@@ -132,7 +133,7 @@ def _other_use(ctx: PythonContext, func: ast.FunctionDef) -> str | None:
     default = _default(func)
     if not (wr.is_literal(default, False) or wr.is_literal(default, None)):
         return f"`{FLAG}` of `{func.name}` has no False default, so the call needs it"
-    for node in ast.walk(func):
+    for node in walk_tree(func):
         if not (isinstance(node, ast.Name) and node.id == FLAG):
             continue
         if isinstance(node.ctx, ast.Store):

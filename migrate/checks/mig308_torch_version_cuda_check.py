@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import operator
 
+from migrate.analysis.astwalk import walk_tree
 from migrate.checks import _cuda
 from migrate.checks.base import PythonCheck, PythonContext
 
@@ -129,7 +130,7 @@ class TorchVersionCudaCheck(PythonCheck):
 
     def _flips(self, ctx: PythonContext, node: ast.expr) -> str | None:
         """The subject kind when the test is true on the 12.8 wheels and not on the target's."""
-        names = [n for n in ast.walk(node) if isinstance(n, (ast.Name, ast.Attribute))]
+        names = [n for n in walk_tree(node) if isinstance(n, (ast.Name, ast.Attribute))]
         # A subject is spelled with a name its module's table knows for it (a line saying
         # `"cuda"` or `x.is_cuda` holds none): only then is each name resolved.
         words = ctx.shared("mig308.subject_spellings", lambda: _subject_spellings(ctx))

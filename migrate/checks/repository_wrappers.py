@@ -20,7 +20,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 
-from migrate.analysis.astwalk import walk_lines
+from migrate.analysis.astwalk import children, walk_lines, walk_tree
 from migrate.analysis.names import ImportIndex
 from migrate.analysis.repository_facts import RepositoryFacts
 from migrate.analysis.textsearch import WholeWords
@@ -301,13 +301,13 @@ def _derived(ctx: PythonContext, func, module: str, known: dict[str, Wrapper]) -
     receives one of `func`'s parameters is `func`'s role too (the API named is the callee)."""
     if any(
         isinstance(n, ast.Call) and (ctx.qualname(n.func) or "").startswith("torch.jit.")
-        for n in ast.walk(func)
+        for n in walk_tree(func)
     ):
         return None
     w = _shell(ctx, func, module)
     every = set(w.params) | ({w.vararg} if w.vararg else set())
     for call in sorted(
-        (n for n in ast.walk(func) if isinstance(n, ast.Call)),
+        (n for n in walk_tree(func) if isinstance(n, ast.Call)),
         key=lambda n: (n.lineno, n.col_offset),
     ):
         callee = _local_callee(ctx, call, known)
@@ -362,7 +362,7 @@ def _analyse(ctx: PythonContext, func: ast.FunctionDef | ast.AsyncFunctionDef, m
     w = _shell(ctx, func, module)
     every = set(w.params) | ({w.vararg} if w.vararg else set())
     made: set[str] = set()  # local names bound to a TorchScript module made here
-    nodes = [n for n in ast.walk(func) if not (isinstance(n, _FUNCS) and n is not func)]
+    nodes = [n for n in walk_tree(func) if not (isinstance(n, _FUNCS) and n is not func)]
     for node in sorted(
         (n for n in nodes if isinstance(n, (ast.Assign, ast.Call, ast.Return))),
         key=lambda n: (n.lineno, n.col_offset),
@@ -414,7 +414,7 @@ def _added_param(ctx: PythonContext, func, name: str) -> str | None:
     }
     scripted = [
         n.args[0]
-        for n in ast.walk(func)
+        for n in walk_tree(func)
         if isinstance(n, ast.Call) and capture_api(ctx, n) == "torch.jit.script" and n.args
     ]
     if not scripted:
@@ -431,7 +431,7 @@ def _added_param(ctx: PythonContext, func, name: str) -> str | None:
         if not isinstance(base, ast.Name) or not (evaled or base.id in modules):
             return None  # neither annotated a module nor `.eval()`-ed: maybe a function
     taken = {a.arg for a in (*args.posonlyargs, *args.args)}
-    taken |= {n.id for n in ast.walk(func) if isinstance(n, ast.Name)}
+    taken |= {n.id for n in walk_tree(func) if isinstance(n, ast.Name)}
     while name in taken:
         name += "_"
     return name
@@ -447,7 +447,7 @@ def _example_param(nodes: list[ast.AST], made: set[str], params: set[str]) -> st
             source = source.values[0]
         if not (isinstance(source, ast.Name) and source.id in params):
             continue
-        for call in (n for s in loop.body for n in ast.walk(s)):
+        for call in (n for s in loop.body for n in walk_tree(s)):
             if (
                 isinstance(call, ast.Call)
                 and isinstance(call.func, ast.Name)
@@ -542,13 +542,13 @@ def round_trip(ctx: PythonContext, w: Wrapper) -> tuple[RoundTrip | None, str]:
     if w.capture.api != "torch.jit.script":
         return None, f"it captures with `{w.capture.api}`"
     func = next(s for s in ctx.tree.body if isinstance(s, _FUNCS) and s.lineno == w.line)
-    stmts = [s for s in ast.walk(func) if isinstance(s, ast.stmt)]
-    calls = [n for n in ast.walk(func) if isinstance(n, ast.Call)]
+    stmts = [s for s in walk_tree(func) if isinstance(s, ast.stmt)]
+    calls = [n for n in walk_tree(func) if isinstance(n, ast.Call)]
     loads: dict[str, list[ast.Name]] = {}
-    for node in ast.walk(func):
+    for node in walk_tree(func):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
             loads.setdefault(node.id, []).append(node)
-    parents = {id(c): p for p in ast.walk(func) for c in ast.iter_child_nodes(p)}
+    parents = {id(c): p for p in walk_tree(func) for c in children(p)}
     by_api: dict[str, list[ast.Call]] = {}
     for call in calls:
         by_api.setdefault(ctx.qualname(call.func) or "", []).append(call)

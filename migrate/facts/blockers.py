@@ -25,6 +25,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from migrate.analysis.astwalk import children, walk_tree
 from migrate.analysis.pyscope import Scope
 from migrate.analysis.tensor_reads import data_read
 from migrate.facts._repo import FileIndex, Repo, Span, self_name, terminal_names, unwrap_call
@@ -147,7 +148,7 @@ def _own_nodes(func: ast.AST) -> list[ast.AST]:
         node = stack.pop()
         out.append(node)
         if not isinstance(node, (*_FUNCS, ast.ClassDef, ast.Lambda)):
-            stack.extend(ast.iter_child_nodes(node))
+            stack.extend(children(node))
     return out
 
 
@@ -255,7 +256,7 @@ def _analyse(repo: Repo, cls: _ClassRef) -> CapturedClass:
                 )
         me = self_name(func)
         guards = _guarded_nodes(owner, func)
-        for call in ast.walk(func):
+        for call in walk_tree(func):
             if not isinstance(call, ast.Call):
                 continue
             guard = outer or guards.get(id(call))
@@ -308,7 +309,7 @@ def _guarded_nodes(f: FileIndex, func: ast.AST) -> dict[int, tuple[str, int, int
     bodies (the rest of the `and` too): the guard call's start, or _COMPILING for
     `torch.compiler.is_compiling()`. The outermost guard wins."""
     out: dict[int, tuple[str, int, int]] = {}
-    for node in ast.walk(func):
+    for node in walk_tree(func):
         if not isinstance(node, ast.If):
             continue
         test, rest = node.test, []
@@ -323,7 +324,7 @@ def _guarded_nodes(f: FileIndex, func: ast.AST) -> dict[int, tuple[str, int, int
         if f.qualname(asked.func) == "torch.jit.is_scripting":
             guard = f.span(asked).start
         for stmt in [*node.body, *rest]:
-            for inner in ast.walk(stmt):
+            for inner in walk_tree(stmt):
                 out.setdefault(id(inner), guard)
     return out
 
@@ -334,7 +335,7 @@ def _returned_class(repo: Repo, f: FileIndex, forward: ast.AST) -> str | None:
     if annotation is None:
         return None
     scope = f.table.scope_for(annotation)
-    for node in ast.walk(annotation):
+    for node in walk_tree(annotation):
         if isinstance(node, ast.Name) and node.id[:1].isupper():
             if _resolve_class(repo, f, node, scope) is not None:
                 return node.id

@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Mapping
 
+from migrate.analysis.astwalk import walk_tree
 from migrate.analysis.textsearch import WholeWords
 from migrate.checks.repository_wrappers import Wrapper, find_wrappers
 from migrate.facts._repo import FileIndex, Repo
@@ -135,7 +136,7 @@ def wrapper_example(facts, display: str, line: int, column: int, param: str):
 
 
 def _call_at(f: FileIndex, line: int, column: int) -> ast.Call | None:
-    for node in ast.walk(f.tree):
+    for node in walk_tree(f.tree):
         if isinstance(node, ast.Call) and node.lineno == line and f.span(node).column == column:
             return node
     return None
@@ -222,7 +223,7 @@ def _portable(repo: Repo, f: FileIndex, expr: ast.expr, depth: int) -> str | Non
     """`expr` written so that it means the same in any file importing torch, or None."""
     if depth > 6:
         return None
-    if all(isinstance(n, (*_LITERALS, ast.expr_context)) for n in ast.walk(expr)):
+    if all(isinstance(n, (*_LITERALS, ast.expr_context)) for n in walk_tree(expr)):
         return ast.unparse(expr)
     if isinstance(expr, ast.Call):
         args = [_portable(repo, f, a, depth + 1) for a in expr.args]

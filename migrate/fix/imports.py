@@ -10,6 +10,7 @@ import re
 import sys
 from collections.abc import Iterable
 
+from migrate.analysis.astwalk import walk_tree
 from migrate.analysis.parsed import tree_of
 from migrate.checks.base import Edit, LineIndex
 from migrate.findings import ImportSpec
@@ -31,12 +32,12 @@ TORCHSCRIPT_MODULES = (
 
 
 def _used_names(tree: ast.Module) -> set[str]:
-    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    return {n.id for n in walk_tree(tree) if isinstance(n, ast.Name)}
 
 
 def _attribute_chains(tree: ast.Module) -> set[str]:
     chains = set()
-    for node in ast.walk(tree):
+    for node in walk_tree(tree):
         if isinstance(node, ast.Attribute):
             parts = []
             cur: ast.AST = node

@@ -21,6 +21,7 @@ import ast
 import io
 import tokenize
 
+from migrate.analysis.astwalk import walk_tree
 from migrate.fix.source_text import line_opcodes
 
 MAX_PASSES = 5  # a collapsed inner `if` can settle the one around it
@@ -43,7 +44,7 @@ def _same_either_way(original: str, text: str) -> str:
     changed = _changed_lines(original.split("\n"), lines)
     found = [
         node
-        for node in ast.walk(ast.parse(text))
+        for node in walk_tree(ast.parse(text))
         if isinstance(node, ast.IfExp)
         and node.lineno == node.end_lineno
         and node.lineno - 1 in changed
@@ -67,8 +68,8 @@ def _collapse_one(original: str, text: str) -> str | None:
     tree = ast.parse(text)
     changed = _changed_lines(original.split("\n"), lines)
     comments = _comment_lines(text)
-    siblings = {id(s): block for n in ast.walk(tree) for block in _blocks(n) for s in block}
-    for node in ast.walk(tree):
+    siblings = {id(s): block for n in walk_tree(tree) for block in _blocks(n) for s in block}
+    for node in walk_tree(tree):
         if not isinstance(node, ast.If) or not _header_is_plain(node, lines):
             continue
         span = range(node.lineno - 1, node.end_lineno or node.lineno)
@@ -190,7 +191,7 @@ def _multiline_strings(body: list[ast.stmt]) -> bool:
     return any(
         isinstance(n, (ast.Constant, ast.JoinedStr)) and n.lineno != n.end_lineno
         for stmt in body
-        for n in ast.walk(stmt)
+        for n in walk_tree(stmt)
     )
 
 

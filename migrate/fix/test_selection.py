@@ -9,6 +9,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
+from migrate.analysis.astwalk import walk_tree
 from migrate.analysis.pyscope import resolve_relative
 from migrate.fix.gate_workspace import skipped_dirs
 from migrate.scan.discover import Skipped, read_checked
@@ -25,7 +26,7 @@ def _module_names(rel: Path) -> list[str]:
 
 def _imported(tree: ast.AST, package: list[str]) -> set[str]:
     names: set[str] = set()
-    for node in ast.walk(tree):
+    for node in walk_tree(tree):
         if isinstance(node, ast.Import):
             names.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from migrate.analysis.astwalk import walk_lines
+from migrate.analysis.astwalk import walk_lines, walk_tree
 from migrate.analysis.parsed import tree_of
 from migrate.config import ConfigError
 from migrate.fix.settled_branches import collapse_settled_branches
@@ -113,7 +113,7 @@ def _annotation_strings(tree: ast.Module) -> list[ast.Constant]:
     return [
         n
         for root in roots
-        for n in ast.walk(root)
+        for n in walk_tree(root)
         if isinstance(n, ast.Constant) and isinstance(n.value, str)
     ]
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 
+from migrate.analysis.astwalk import walk_tree
 from migrate.analysis.dataflow import (
     assignments,
     available_at,
@@ -110,7 +111,7 @@ def _structure_problem(call: ast.Call) -> str | None:
         return "passes * or ** arguments"
     for value in [*call.args, *(k.value for k in call.keywords)]:
         if any(
-            isinstance(n, (ast.Call, ast.NamedExpr, ast.Await, ast.Yield)) for n in ast.walk(value)
+            isinstance(n, (ast.Call, ast.NamedExpr, ast.Await, ast.Yield)) for n in walk_tree(value)
         ):
             return "computes an argument in place (it would run twice)"
     return None

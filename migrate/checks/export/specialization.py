@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from migrate.analysis.astwalk import walk_tree
 from migrate.analysis.dataflow import value_origin
 from migrate.analysis.pyscope import Scope
 from migrate.analysis.tensor_reads import data_read
@@ -191,7 +192,7 @@ def export_limit(ctx: PythonContext, module: ast.expr | None, scope: Scope) -> s
     forward = _forward_of(ctx, module, scope)
     if forward is None:
         return None
-    for node in ast.walk(forward):
+    for node in walk_tree(forward):
         read = data_read(node)
         if read is not None:
             return f"`{read}` in `forward` (line {node.lineno}) reads tensor data into Python"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 
+from migrate.analysis.astwalk import walk_tree
 from migrate.analysis.dataflow import (
     alternative_bindings,
     assignments,
@@ -374,7 +375,7 @@ def _only_lite_saved(ctx: PythonContext, func: ast.AST, name: str) -> str | None
     params = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)] if args else []
     if name not in params:
         return f"`{name}` is not a parameter of the function holding the save"
-    for node in ast.walk(func):
+    for node in walk_tree(func):
         if not isinstance(node, ast.Name) or node.id != name:
             continue
         holder = parent(ctx, node)
@@ -436,7 +437,7 @@ def _lowered_in_callee(ctx: PythonContext, use: ast.expr, holder: ast.Call, capt
     recorded = {id(s) for s in hooks.lowered_by(ctx, capture)}
     saves = [  # the callee's lite saves whose lines are those the run saw save this result
         node
-        for node in ast.walk(callee)  # type: ignore[arg-type]
+        for node in walk_tree(callee)  # type: ignore[arg-type]
         if isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
         and node.func.attr == "_save_for_lite_interpreter"
