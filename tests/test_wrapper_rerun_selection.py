@@ -134,3 +134,25 @@ def test_a_file_with_a_star_import_finds_the_calls_of_its_names(tmp_path):
         if f["rule"] == "MIG121" and f["path"] == "pkg/star_calls.py"
     )
     assert lines == [8, 9, 10]
+
+
+def test_a_wrapper_in_a_file_that_never_says_jit_is_found_through_a_reexport(tmp_path):
+    """A file without the word `jit` cannot name a TorchScript API by itself, and its wrapper
+    search is skipped in phase 1; through a module re-exporting `torch.jit.script` it can,
+    and the re-export pass finds the wrapper and its callers."""
+    root = write_tree(
+        tmp_path / "repo",
+        {
+            "pkg/__init__.py": "",
+            "pkg/api.py": "from torch.jit import script as make\n",
+            "pkg/tool.py": "from pkg.api import make\n\n\ndef convert(model):\n    return make(model)\n",
+            "run.py": "import torch\nfrom pkg.tool import convert\n\n"
+            "net = convert(torch.nn.Linear(2, 2))\n",
+        },
+    )
+    run = invoke(["scan", ".", "--no-cache", "-j", "1", "-f", "json"], root)
+    assert run.code == 1, run.stderr
+    found = sorted(
+        (f["path"], f["line"]) for f in json.loads(run.stdout)["findings"] if f["rule"] == "MIG121"
+    )
+    assert found == [("pkg/tool.py", 4), ("run.py", 4)]

@@ -242,6 +242,12 @@ def find_wrappers(ctx: PythonContext) -> dict[str, Wrapper]:
 
 
 def _find_wrappers(ctx: PythonContext) -> dict[str, Wrapper]:
+    words = _api_words()
+    if words and not ctx.table.exports and not any(word in ctx.text for word in words):
+        # Without the repository's re-exports a name reaches a TorchScript API only through
+        # an import or attribute chain that spells one of its segments (`jit`): most parsed
+        # files say none of them (they were parsed for torch.export or a CUDA check).
+        return {}
     module = ctx.table.module
     found: dict[str, Wrapper] = {}
     others = []
@@ -470,6 +476,16 @@ def _maker(ctx: PythonContext, call: ast.Call) -> bool:
 def _scripting_functions() -> frozenset[str]:
     rule = rule_holding("scripting_functions")
     return frozenset(rule.extra["scripting_functions"]) if rule is not None else frozenset()
+
+
+@functools.cache
+def _api_words() -> tuple[str, ...]:
+    """The path segments every TorchScript API a wrapper calls holds (those of `_API` and of
+    the other libraries' scripting functions): one of them is written wherever one is
+    named."""
+    quals = [*_API, *_scripting_functions()]
+    shared = set.intersection(*(set(q.split(".")[:-1]) for q in quals))
+    return tuple(sorted(shared))
 
 
 def capture_api(ctx: PythonContext, call: ast.Call) -> str | None:
