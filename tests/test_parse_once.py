@@ -49,6 +49,24 @@ def test_past_the_budget_a_scan_holds_no_tree(monkeypatch):
     assert parse_once.parse_counts()["m39.py"] == 2
 
 
+def test_a_pool_worker_holds_the_trees_it_parses_up_to_its_budget(monkeypatch):
+    """A worker keeps nothing for later stages, and holds (never frees) the trees of its
+    first files up to its byte budget, hidden from the collector; past it, trees go."""
+    frozen = []
+    monkeypatch.setitem(parse_once._state, "keep", False)
+    monkeypatch.setattr(parse_once, "_retired", [])
+    monkeypatch.setattr(parse_once, "freeze", lambda: frozen.append(1))
+    texts = [SOURCE.format(i=i) for i in range(5)]
+    parse_once.retire_trees(3 * len(texts[0]))
+    files = [parse_once.parsed_file(f"w{i}.py", t) for i, t in enumerate(texts)]
+    assert parse_once._retired == files[:3] and len(frozen) == 3
+    assert not parse_once._files and not parse_once._kept_texts
+    probe = files[4].tree
+    del files
+    assert sys.getrefcount(probe) == 2  # past the budget: ours alone
+    parse_once.retire_trees(0)
+
+
 def test_apply_texts_are_remembered_a_few_at_a_time(monkeypatch):
     monkeypatch.setattr(parse_once, "KEEP_BYTES", 0)
     rewritten = [

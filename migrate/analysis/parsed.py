@@ -67,7 +67,9 @@ class ParsedFile:
 
 
 _files: dict[str, ParsedFile] = {}
-_state = {"kept": 0, "keep": True, "parsed": 0, "frozen": False}
+_state = {"kept": 0, "keep": True, "parsed": 0, "frozen": False, "retire": 0}
+# A pool worker's trees, held and never freed (`retire_trees`).
+_retired: list[ParsedFile] = []
 # A forked worker's copy of the trees its parent kept: never read there, and never freed
 # either (freeing them would write to, and so copy, every page they lie on).
 _inherited: list[dict[str, ParsedFile]] = []
@@ -140,6 +142,14 @@ def keep_trees(keep: bool) -> None:
         _state["kept"] = 0
 
 
+def retire_trees(budget: int) -> None:
+    """A pool worker keeps no tree for later stages, but holds those it parses, up to
+    `budget` bytes of their source, and never frees them: freeing a tree costs a quarter of
+    parsing it, and a worker forked by multiprocessing leaves through `os._exit`, which frees
+    nothing."""
+    _state["retire"] = budget
+
+
 def freeze() -> None:
     """Hide everything alive now from the cycle collector until the next scan (`thaw`): the
     kept trees, and a parent's heap before it forks workers (their collectors then never
@@ -185,6 +195,10 @@ def parsed_file(display: str, text: str) -> ParsedFile:
             # collector stops walking its nodes at every young collection (a tenth of the
             # scan of a large tree).
             freeze()
+    elif _state["retire"] >= len(text):
+        _state["retire"] -= len(text)
+        _retired.append(found)
+        freeze()  # never walked by the collector either
     return found
 
 

@@ -378,6 +378,8 @@ class Scanner:
                 repo_facts,
                 self.hints,
                 inputs,
+                # The trees its workers hold together: what this process would keep.
+                parse_once.KEEP_BYTES // workers,
             ),
         )
 

@@ -113,9 +113,11 @@ def pool_worker_init(
     repo_facts: RepositoryFacts | None,
     hints: Callable | None = None,
     repository_pass: object = None,
+    tree_budget: int = 0,
 ) -> None:
     gc.set_threshold(*_SCAN_GC_THRESHOLDS)  # a worker process only ever scans
     parse_once.keep_trees(False)  # each file of its batches is analysed here once
+    parse_once.retire_trees(tree_budget)
     worker_init(codes, options, per_file_ignores, hints)
     WORKER_STATE["repo_facts"] = repo_facts
     # A repository pass's inputs (scan.repository_pass.PassInputs): inherited by a forked
