@@ -1,3 +1,3 @@
-from migrate.cli import main
+from migrate.cli import console_main
 
-main()
+console_main()

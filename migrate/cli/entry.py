@@ -7,7 +7,9 @@ typer's to read (migrate.cli.commands), which then runs the same code.
 
 from __future__ import annotations
 
+import atexit
 import gc
+import os
 import sys
 
 # The switches `migrate scan` takes without a value; tests/test_cli_fast_path.py holds this
@@ -50,6 +52,35 @@ def main() -> None:
         # cycle collector's last pass over them at interpreter exit took longer than the
         # collections of the whole scan. Frozen, they are freed without being traversed.
         gc.freeze()
+
+
+def console_main() -> None:
+    """`main` as the process's whole life (the `migrate` script, `python -m migrate`): it
+    ends through `os._exit` once the exit handlers have run and its output is flushed. The
+    interpreter's teardown frees the scan's objects one by one (0.13 s after a scan of
+    torch + executorch), which a process about to end need not do."""
+    status = {"code": 1}  # an uncaught exception's, unless main says otherwise
+    atexit.register(_leave, status)  # first registered: runs after every later handler
+    try:
+        main()
+        status["code"] = 0
+    except SystemExit as exc:
+        code = exc.code
+        status["code"] = 0 if code is None else code if isinstance(code, int) else 1
+        raise
+    except KeyboardInterrupt:
+        atexit.unregister(_leave)  # the interpreter reports the signal as it exits
+        raise
+
+
+def _leave(status: dict[str, int]) -> None:
+    code = status["code"]
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: what the interpreter exits with then
+            code = code or 120
+    os._exit(code)
 
 
 def _run(argv: list[str]) -> None:
