@@ -140,8 +140,12 @@ def walk_lines(tree: ast.AST, lines: list[int] | None) -> Iterator[ast.AST]:
     skipping each subtree that lies wholly on other lines; nodes without a position
     (arguments, comprehension...) are entered. A def's or class's lines start at its first
     decorator. Inside an f-string nothing is skipped: before 3.12 its inner positions are
-    loose. None for `lines`: every node. Operator and context singletons are left out."""
-    todo: deque[tuple[ast.AST, bool]] = deque([(tree, lines is not None)])
+    loose. None for `lines`: every node (`walk_tree`). Operator and context singletons are
+    left out."""
+    if lines is None:
+        yield from walk_tree(tree)
+        return
+    todo: deque[tuple[ast.AST, bool]] = deque([(tree, True)])
     while todo:
         node, prune = todo.popleft()
         if prune and type(node) is ast.JoinedStr:
